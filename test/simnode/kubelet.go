@@ -1,0 +1,393 @@
+package simnode
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// Journal steps, in the order a healthy pod goes through them.
+const (
+	StepBound            = "bound"
+	StepPending          = "pending"
+	StepRunning          = "running"
+	StepResultCreated    = "result-created"
+	StepMainExited       = "main-exited"
+	StepOutputsReported  = "outputs-reported"
+	StepResultFinalized  = "result-finalized"
+	StepWaitExited       = "wait-exited"
+	StepSucceeded        = "succeeded"
+	StepFailed           = "failed"
+	StepEvicted          = "evicted"
+	StepDeletedByOther   = "deleted-by-third-party"
+	StepKilled           = "killed"
+	StepDeleteFinalized  = "delete-finalized"
+	StepRemoved          = "removed"
+	StepInvalidPod       = "invalid-pod"
+	StepExecutorError    = "executor-error"
+	StepResultLost       = "outputs-patch-lost"
+	StepResultNotCreated = "result-not-created"
+)
+
+// errDeleted ends a pod's run when it was deleted.
+var errDeleted = errors.New("pod deleted")
+
+// runPod drives one pod from Pending to a terminal phase, as kubelet and argoexec would.
+func (n *Node) runPod(ctx context.Context, pod *corev1.Pod, run *podRun) {
+	info, err := podInfo(pod)
+	if err != nil {
+		// A pod argoexec could not run: init fails, as a real init container would.
+		n.record(pod, StepInvalidPod)
+		n.opts.Logf("simnode: %v", err)
+		_ = n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+			s.Phase = corev1.PodFailed
+			s.Message = err.Error()
+			s.InitContainerStatuses = []corev1.ContainerStatus{terminatedStatus(pod, common.InitContainerName, 1, "Error", n.now())}
+		})
+		n.record(pod, StepFailed)
+		return
+	}
+	b := n.opts.Script.behaviorFor(info)
+	sim := &podSim{n: n, pod: pod, info: info, b: b, run: run}
+	if err := sim.lifecycle(ctx); err != nil {
+		if errors.Is(err, errDeleted) {
+			n.finishDeletion(ctx, sim.pod)
+			return
+		}
+		if ctx.Err() == nil && !isGone(err) {
+			n.opts.Logf("simnode: pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+	}
+}
+
+type podSim struct {
+	n    *Node
+	pod  *corev1.Pod
+	info PodInfo
+	b    Behavior
+	run  *podRun
+	exec *executor
+}
+
+func (p *podSim) lifecycle(ctx context.Context) error {
+	n, pod := p.n, p.pod
+	if pod.Spec.NodeName == "" {
+		err := n.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: n.opts.NodeName},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("binding pod: %w", err)
+		}
+		n.record(pod, StepBound)
+	}
+	start := n.now()
+	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodPending
+		s.HostIP = "10.0.0.1"
+		s.StartTime = &start
+		s.Conditions = conditions(start, false, false)
+		s.InitContainerStatuses = []corev1.ContainerStatus{runningStatus(pod, common.InitContainerName, start)}
+		s.ContainerStatuses = nil
+		for _, c := range pod.Spec.Containers {
+			s.ContainerStatuses = append(s.ContainerStatuses, waitingStatus(pod, c.Name, "PodInitializing"))
+		}
+	}); err != nil {
+		return err
+	}
+	n.record(pod, StepPending)
+	if err := p.sleep(ctx, p.b.PendingFor); err != nil {
+		return err
+	}
+
+	running := n.now()
+	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.PodIP = "10.0.1.1"
+		s.Conditions = conditions(running, true, true)
+		s.InitContainerStatuses = []corev1.ContainerStatus{terminatedStatus(pod, common.InitContainerName, 0, "Completed", running)}
+		s.ContainerStatuses = nil
+		for _, c := range pod.Spec.Containers {
+			s.ContainerStatuses = append(s.ContainerStatuses, runningStatus(pod, c.Name, running))
+		}
+	}); err != nil {
+		return err
+	}
+	n.record(pod, StepRunning)
+
+	// The wait container creates its placeholder while main runs.
+	client, err := n.executorClient(pod)
+	if err != nil {
+		return err
+	}
+	p.exec = &executor{n: n, pod: pod, info: p.info, b: p.b, client: client}
+	placeholder := make(chan struct{})
+	go func() {
+		defer close(placeholder)
+		p.exec.initializeOutput(ctx)
+	}()
+	runFor := n.jittered(p.b.RunFor, p.b.Jitter)
+	switch {
+	case p.b.Fault.Evict:
+		if err := p.sleep(ctx, runFor/2); err != nil {
+			<-placeholder
+			return err
+		}
+		<-placeholder
+		return p.evict(ctx)
+	case p.b.Fault.DeleteWhileRunning:
+		if err := p.sleep(ctx, runFor/2); err != nil {
+			<-placeholder
+			return err
+		}
+		<-placeholder
+		if err := n.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("deleting pod as a third party: %w", err)
+		}
+		n.record(pod, StepDeletedByOther)
+		// The kubelet notices the deletion through the informer, like any other.
+		select {
+		case <-p.run.deleted:
+			p.finalizeOnKill(ctx)
+			return errDeleted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := p.sleep(ctx, runFor); err != nil {
+		<-placeholder
+		if errors.Is(err, errDeleted) {
+			p.finalizeOnKill(ctx)
+		}
+		return err
+	}
+	<-placeholder
+
+	mainExit := n.now()
+	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		setContainerStatus(s, terminatedStatus(pod, common.MainContainerName, p.b.ExitCode, exitReason(p.b.ExitCode), mainExit))
+		s.Conditions = conditions(running, true, false)
+	}); err != nil {
+		return err
+	}
+	n.record(pod, StepMainExited)
+
+	if err := p.sleep(ctx, n.jittered(p.b.ReportAfter, p.b.Jitter)); err != nil {
+		if errors.Is(err, errDeleted) {
+			p.finalizeOnKill(ctx)
+		}
+		return err
+	}
+	waitExit := p.exec.reportAndFinalize(ctx)
+
+	done := n.now()
+	mainOK := p.b.ExitCode == 0
+	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		setContainerStatus(s, terminatedStatus(pod, common.WaitContainerName, waitExit, exitReason(waitExit), done))
+		if mainOK && waitExit == 0 {
+			s.Phase = corev1.PodSucceeded
+		} else {
+			s.Phase = corev1.PodFailed
+		}
+		s.Conditions = conditions(running, true, false)
+	}); err != nil {
+		return err
+	}
+	n.record(pod, StepWaitExited)
+	if mainOK && waitExit == 0 {
+		n.record(pod, StepSucceeded)
+	} else {
+		n.record(pod, StepFailed)
+	}
+	// Keep serving deletion: a terminal pod still needs its kubelet to finish a delete.
+	select {
+	case <-p.run.deleted:
+		return errDeleted
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// evict fails the pod as the kubelet's eviction manager does: no container statuses survive.
+func (p *podSim) evict(ctx context.Context) error {
+	if err := p.n.setStatus(ctx, p.pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodFailed
+		s.Reason = "Evicted"
+		s.Message = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi."
+		s.ContainerStatuses = nil
+		s.Conditions = conditions(p.n.now(), true, false)
+	}); err != nil {
+		return err
+	}
+	p.n.record(p.pod, StepEvicted)
+	p.n.record(p.pod, StepFailed)
+	select {
+	case <-p.run.deleted:
+		return errDeleted
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// finalizeOnKill is the wait container on SIGTERM: it reports nothing more but still finalizes the result.
+func (p *podSim) finalizeOnKill(ctx context.Context) {
+	if p.exec != nil {
+		p.exec.finalizeOutput(ctx)
+	}
+}
+
+// sleep waits d on the node's clock, returning errDeleted if the pod is deleted meanwhile.
+func (p *podSim) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		select {
+		case <-p.run.deleted:
+			return errDeleted
+		default:
+			return nil
+		}
+	}
+	select {
+	case <-p.n.opts.Clock.After(d):
+		return nil
+	case <-p.run.deleted:
+		return errDeleted
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finishDeletion is the kubelet's side of a graceful delete: kill what still runs, report the final status,
+// then confirm with a zero-grace delete. The object stays (Terminating) until its finalizers are gone.
+func (n *Node) finishDeletion(ctx context.Context, pod *corev1.Pod) {
+	if !terminal(pod) {
+		now := n.now()
+		err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+			for i := range s.ContainerStatuses {
+				if s.ContainerStatuses[i].State.Terminated == nil {
+					code := int32(143)
+					if s.ContainerStatuses[i].Name == common.WaitContainerName {
+						code = 1
+					}
+					s.ContainerStatuses[i] = terminatedStatus(pod, s.ContainerStatuses[i].Name, code, "Error", now)
+				}
+			}
+			s.Phase = corev1.PodFailed
+		})
+		if err != nil && ctx.Err() == nil && !isGone(err) {
+			n.opts.Logf("simnode: pod %s/%s: reporting killed containers: %v", pod.Namespace, pod.Name, err)
+		}
+		n.record(pod, StepKilled)
+	}
+	zero := int64(0)
+	err := n.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !isGone(err) && !apierrors.IsConflict(err) {
+		if ctx.Err() == nil {
+			n.opts.Logf("simnode: pod %s/%s: confirming deletion: %v", pod.Namespace, pod.Name, err)
+		}
+		return
+	}
+	n.record(pod, StepDeleteFinalized)
+}
+
+// setStatus applies mutate to the pod's status through the status subresource, re-reading on conflict.
+func (n *Node) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		next := pod.DeepCopy()
+		mutate(&next.Status)
+		updated, err := n.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			fresh, getErr := n.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			fresh.DeepCopyInto(pod)
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("updating status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		updated.DeepCopyInto(pod)
+		return nil
+	})
+}
+
+func (n *Node) now() metav1.Time { return metav1.NewTime(n.opts.Clock.Now().Truncate(time.Second)) }
+
+func exitReason(code int32) string {
+	if code == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
+
+func containerID(pod *corev1.Pod, name string) string {
+	sum := sha256.Sum256([]byte(string(pod.UID) + "/" + name))
+	return "containerd://" + hex.EncodeToString(sum[:])
+}
+
+func imageOf(pod *corev1.Pod, name string) string {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func waitingStatus(pod *corev1.Pod, name, reason string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, Image: imageOf(pod, name),
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+}
+
+func runningStatus(pod *corev1.Pod, name string, at metav1.Time) corev1.ContainerStatus {
+	started := true
+	return corev1.ContainerStatus{Name: name, Image: imageOf(pod, name), ImageID: imageOf(pod, name),
+		ContainerID: containerID(pod, name), Ready: true, Started: &started,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}}
+}
+
+func terminatedStatus(pod *corev1.Pod, name string, code int32, reason string, at metav1.Time) corev1.ContainerStatus {
+	started := false
+	return corev1.ContainerStatus{Name: name, Image: imageOf(pod, name), ImageID: imageOf(pod, name),
+		ContainerID: containerID(pod, name), Started: &started,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Reason: reason, StartedAt: at, FinishedAt: at, ContainerID: containerID(pod, name)}}}
+}
+
+func setContainerStatus(s *corev1.PodStatus, cs corev1.ContainerStatus) {
+	for i := range s.ContainerStatuses {
+		if s.ContainerStatuses[i].Name == cs.Name {
+			if run := s.ContainerStatuses[i].State.Running; run != nil && cs.State.Terminated != nil {
+				cs.State.Terminated.StartedAt = run.StartedAt
+			}
+			s.ContainerStatuses[i] = cs
+			return
+		}
+	}
+	s.ContainerStatuses = append(s.ContainerStatuses, cs)
+}
+
+func conditions(at metav1.Time, initialized, ready bool) []corev1.PodCondition {
+	b := func(v bool) corev1.ConditionStatus {
+		if v {
+			return corev1.ConditionTrue
+		}
+		return corev1.ConditionFalse
+	}
+	return []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
+		{Type: corev1.PodInitialized, Status: b(initialized), LastTransitionTime: at},
+		{Type: corev1.ContainersReady, Status: b(ready), LastTransitionTime: at},
+		{Type: corev1.PodReady, Status: b(ready), LastTransitionTime: at},
+	}
+}
