@@ -87,7 +87,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	n := &Node{
 		opts: opts, kube: kube, argo: argo, cancel: cancel,
-		rnd:     rand.New(rand.NewPCG(uint64(opts.Seed), uint64(opts.Seed)^0x5eed)),
+		rnd:     newRand(opts.Seed),
 		pods:    map[types.UID]*podRun{},
 		journal: map[string][]string{},
 		execs:   map[string]versioned.Interface{},
@@ -208,6 +208,10 @@ func (n *Node) forget(obj any) {
 
 func terminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+func newRand(seed int64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x5eed))
 }
 
 // jittered scales d by a seeded factor in [1-j, 1+j].
