@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ func InstallCRDs(ctx context.Context, config *rest.Config, dir string, timeout t
 		return fmt.Errorf("installing CRDs: no *.yaml files in %s (%v)", dir, err)
 	}
 	sort.Strings(files)
+	// kustomization.yaml lists the CRDs for `kubectl apply -k`; it is not one.
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" })
 	client, err := dynamic.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)

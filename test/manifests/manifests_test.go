@@ -1,0 +1,389 @@
+package manifests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/wfguard/wfguard/test/controlplane"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+const (
+	controllerSA = "system:serviceaccount:argo:wfguard-controller"
+	executorSA   = "system:serviceaccount:argo:default"
+	// rbacTimeout bounds the wait for the apiserver's RBAC authorizer to see the bindings just created.
+	rbacTimeout = 30 * time.Second
+)
+
+// TestInstallManifests creates every object of config/rbac and config/manager (as `kubectl apply -k`
+// would, minus the CRDs, which the control plane already installed from config/crd) with strict field
+// validation, then asks the apiserver's authorizer what the two ServiceAccounts may do.
+func TestInstallManifests(t *testing.T) {
+	root := moduleRoot(t)
+	var objs []*unstructured.Unstructured
+	for _, dir := range []string{"config/rbac", "config/manager"} {
+		objs = append(objs, loadKustomization(t, root, dir)...)
+	}
+	// Namespaces first, so namespaced objects can be created in them.
+	sort.SliceStable(objs, func(i, j int) bool {
+		return objs[i].GetKind() == "Namespace" && objs[j].GetKind() != "Namespace"
+	})
+
+	t.Run("the manifests hold the objects an install needs", func(t *testing.T) {
+		want := []string{
+			"Namespace argo",
+			"ServiceAccount argo/wfguard-controller",
+			"ClusterRole wfguard-controller",
+			"ClusterRoleBinding wfguard-controller",
+			"ClusterRole wfguard-executor",
+			"RoleBinding argo/wfguard-executor-default",
+			"Deployment argo/wfguard-controller",
+			"Service argo/wfguard-controller-metrics",
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, describe(o))
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("no %s in config/rbac or config/manager; found %v", w, got)
+			}
+		}
+	})
+
+	ctx := t.Context()
+	config := cp.Config()
+	kube := kubernetes.NewForConfigOrDie(config)
+	dyn := dynamic.NewForConfigOrDie(config)
+	groups, err := restmapper.GetAPIGroupResources(kube.Discovery())
+	if err != nil {
+		t.Fatalf("discovering API resources: %v", err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+
+	for _, obj := range objs {
+		t.Run("the apiserver accepts "+describe(obj), func(t *testing.T) {
+			gvk := obj.GroupVersionKind()
+			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("no API resource for %s: %v", gvk, err)
+			}
+			var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+			if mapping.Scope.Name() == "namespace" {
+				if obj.GetNamespace() == "" {
+					t.Fatalf("namespaced %s has no metadata.namespace", describe(obj))
+				}
+				client = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+			}
+			// Strict validation turns unknown or duplicate fields (typos) into errors.
+			if _, err := client.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+				t.Fatalf("creating %s: %v", describe(obj), err)
+			}
+		})
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	t.Run("the Deployment runs as the bound ServiceAccount and the Service selects its pods", func(t *testing.T) {
+		d, err := kube.AppsV1().Deployments("argo").Get(ctx, "wfguard-controller", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "wfguard-controller" {
+			t.Errorf("serviceAccountName = %q, want wfguard-controller", sa)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if len(c.Args) == 0 || c.Args[0] != "controller" || !slices.Contains(c.Args, "--leader-elect=true") {
+			t.Errorf("args = %v, want `controller --leader-elect=true ...`", c.Args)
+		}
+		identity := false
+		for _, e := range c.Env {
+			identity = identity || (e.Name == "LEADER_ELECTION_IDENTITY" && e.ValueFrom != nil &&
+				e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name")
+		}
+		if !identity {
+			t.Errorf("no LEADER_ELECTION_IDENTITY from metadata.name in %v", c.Env)
+		}
+		svc, err := kube.CoreV1().Services("argo").Get(ctx, "wfguard-controller-metrics", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range svc.Spec.Selector {
+			if d.Spec.Template.Labels[k] != v {
+				t.Errorf("Service selector %s=%s does not match the pod labels %v", k, v, d.Spec.Template.Labels)
+			}
+		}
+	})
+
+	// Allowed rows wait for the RBAC authorizer to see the new bindings. Denied rows come after the
+	// allowed rows of the same subject, so a denial is not just a binding the authorizer has not seen yet.
+	cases := []struct {
+		sentence string
+		user     string
+		attrs    authorizationv1.ResourceAttributes
+		allowed  bool
+	}{
+		{"the controller can update workflows in any namespace", controllerSA, argo("team-a", "update", "workflows", ""), true},
+		{"the controller can patch workflows", controllerSA, argo("team-a", "patch", "workflows", ""), true},
+		{"the controller can watch workflows across namespaces", controllerSA, argo("", "watch", "workflows", ""), true},
+		{"the controller can delete workflows", controllerSA, argo("team-a", "delete", "workflows", ""), true},
+		{"the controller can set workflow ownerReferences that block deletion", controllerSA, argo("team-a", "update", "workflows", "finalizers"), true},
+		{"the controller can list workflowtemplates", controllerSA, argo("team-a", "list", "workflowtemplates", ""), true},
+		{"the controller can watch clusterworkflowtemplates", controllerSA, argo("", "watch", "clusterworkflowtemplates", ""), true},
+		{"the controller can watch workflowtaskresults", controllerSA, argo("team-a", "watch", "workflowtaskresults", ""), true},
+		{"the controller can deletecollection workflowtaskresults", controllerSA, argo("team-a", "deletecollection", "workflowtaskresults", ""), true},
+		{"the controller can delete workflowactions", controllerSA, argo("team-a", "delete", "workflowactions", ""), true},
+		{"the controller can update workflowactions/status", controllerSA, argo("team-a", "update", "workflowactions", "status"), true},
+		{"the controller can patch workflowactions/status", controllerSA, argo("team-a", "patch", "workflowactions", "status"), true},
+		{"the controller can create pods", controllerSA, core("team-a", "create", "pods", ""), true},
+		{"the controller can patch pods (finalizer release, completed label)", controllerSA, core("team-a", "patch", "pods", ""), true},
+		{"the controller can delete pods (podGC)", controllerSA, core("team-a", "delete", "pods", ""), true},
+		{"the controller can exec into pods to signal containers", controllerSA, core("team-a", "create", "pods", "exec"), true},
+		{"the controller can watch configmaps", controllerSA, core("argo", "watch", "configmaps", ""), true},
+		{"the controller can create core events", controllerSA, core("team-a", "create", "events", ""), true},
+		{"the controller can patch events.k8s.io events", controllerSA, attrs("events.k8s.io", "team-a", "patch", "events", ""), true},
+		{"the controller can create leases", controllerSA, attrs("coordination.k8s.io", "argo", "create", "leases", ""), true},
+		{"the controller can update leases", controllerSA, attrs("coordination.k8s.io", "argo", "update", "leases", ""), true},
+		{"the executor can create workflowtaskresults in argo", executorSA, argo("argo", "create", "workflowtaskresults", ""), true},
+		{"the executor can patch workflowtaskresults in argo", executorSA, argo("argo", "patch", "workflowtaskresults", ""), true},
+
+		{"the controller cannot create workflows", controllerSA, argo("team-a", "create", "workflows", ""), false},
+		{"the controller cannot update workflowtemplates", controllerSA, argo("team-a", "update", "workflowtemplates", ""), false},
+		{"the controller cannot create workflowtaskresults", controllerSA, argo("team-a", "create", "workflowtaskresults", ""), false},
+		{"the controller cannot create workflowactions", controllerSA, argo("team-a", "create", "workflowactions", ""), false},
+		{"the controller cannot update pods", controllerSA, core("team-a", "update", "pods", ""), false},
+		{"the controller cannot create configmaps", controllerSA, core("argo", "create", "configmaps", ""), false},
+		{"the controller cannot read secrets", controllerSA, core("argo", "get", "secrets", ""), false},
+		{"the controller cannot delete leases", controllerSA, attrs("coordination.k8s.io", "argo", "delete", "leases", ""), false},
+		{"the executor cannot delete pods", executorSA, core("argo", "delete", "pods", ""), false},
+		{"the executor cannot get workflows", executorSA, argo("argo", "get", "workflows", ""), false},
+		{"the executor cannot delete workflowtaskresults", executorSA, argo("argo", "delete", "workflowtaskresults", ""), false},
+		{"the executor binding does not reach other namespaces", executorSA, argo("team-a", "create", "workflowtaskresults", ""), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               tc.user,
+				Groups:             serviceAccountGroups(tc.user),
+				ResourceAttributes: &tc.attrs,
+			}}
+			var status authorizationv1.SubjectAccessReviewStatus
+			check := func(ctx context.Context) (bool, error) {
+				got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+				if err != nil {
+					return false, err
+				}
+				status = got.Status
+				return status.Allowed, nil
+			}
+			if tc.allowed {
+				if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rbacTimeout, true, check); err != nil {
+					t.Fatalf("%s was not allowed %s within %s (last: %+v): %v", tc.user, describeAttrs(tc.attrs), rbacTimeout, status, err)
+				}
+				return
+			}
+			allowed, err := check(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allowed {
+				t.Fatalf("%s is allowed %s (%s), want denied", tc.user, describeAttrs(tc.attrs), status.Reason)
+			}
+		})
+	}
+}
+
+// TestDefaultKustomization checks the entry point `kubectl apply -k config/default`.
+func TestDefaultKustomization(t *testing.T) {
+	root := moduleRoot(t)
+	t.Run("config/default installs the CRDs, the RBAC and the controller", func(t *testing.T) {
+		got := readKustomization(t, filepath.Join(root, "config/default"))
+		for _, want := range []string{"../crd", "../rbac", "../manager"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("config/default/kustomization.yaml resources = %v, missing %s", got, want)
+			}
+		}
+	})
+	t.Run("config/crd/kustomization.yaml lists every CRD manifest in config/crd", func(t *testing.T) {
+		dir := filepath.Join(root, "config/crd")
+		listed := readKustomization(t, dir)
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(listed, name) {
+				t.Errorf("config/crd/kustomization.yaml does not list %s", name)
+			}
+		}
+	})
+}
+
+func argo(namespace, verb, resource, subresource string) authorizationv1.ResourceAttributes {
+	return attrs("argoproj.io", namespace, verb, resource, subresource)
+}
+
+func core(namespace, verb, resource, subresource string) authorizationv1.ResourceAttributes {
+	return attrs("", namespace, verb, resource, subresource)
+}
+
+func attrs(group, namespace, verb, resource, subresource string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Group: group, Namespace: namespace, Verb: verb, Resource: resource,
+		Subresource: subresource}
+}
+
+func describeAttrs(a authorizationv1.ResourceAttributes) string {
+	r := a.Resource
+	if a.Group != "" {
+		r += "." + a.Group
+	}
+	if a.Subresource != "" {
+		r += "/" + a.Subresource
+	}
+	where := "cluster-wide"
+	if a.Namespace != "" {
+		where = "in " + a.Namespace
+	}
+	return fmt.Sprintf("to %s %s %s", a.Verb, r, where)
+}
+
+// serviceAccountGroups are the groups the apiserver gives a ServiceAccount token's user.
+func serviceAccountGroups(user string) []string {
+	ns := strings.Split(user, ":")[2]
+	return []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+}
+
+func describe(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + " " + o.GetName()
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := controlplane.ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// readKustomization returns the resources of dir/kustomization.yaml. It fails on any other field
+// (patches, namePrefix, generators...), because loadKustomization does not apply them.
+func readKustomization(t *testing.T, dir string) []string {
+	t.Helper()
+	path := filepath.Join(dir, "kustomization.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k map[string]any
+	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&k); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	var resources []string
+	for key, value := range k {
+		switch key {
+		case "apiVersion", "kind":
+		case "resources":
+			list, ok := value.([]any)
+			if !ok {
+				t.Fatalf("%s: resources is %T, want a list", path, value)
+			}
+			for _, r := range list {
+				s, ok := r.(string)
+				if !ok {
+					t.Fatalf("%s: resource %v is not a string", path, r)
+				}
+				resources = append(resources, s)
+			}
+		default:
+			t.Fatalf("%s: field %q is not supported by this test's loader; extend loadKustomization", path, key)
+		}
+	}
+	return resources
+}
+
+// loadKustomization reads the objects of rel/kustomization.yaml, following resources that are
+// directories (nested kustomizations) and parsing multi-document YAML files.
+func loadKustomization(t *testing.T, root, rel string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := filepath.Join(root, rel)
+	var objs []*unstructured.Unstructured
+	for _, r := range readKustomization(t, dir) {
+		path := filepath.Join(dir, r)
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("%s/kustomization.yaml lists %s: %v", rel, r, err)
+		}
+		if info.IsDir() {
+			objs = append(objs, loadKustomization(t, root, filepath.Join(rel, r))...)
+			continue
+		}
+		if !strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			t.Errorf("%s/kustomization.yaml lists the file %s outside its directory; kustomize refuses that", rel, r)
+		}
+		objs = append(objs, readObjects(t, path)...)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("%s holds no objects", rel)
+	}
+	return objs
+}
+
+func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("parsing %s: %v", path, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
+			t.Fatalf("%s: object without apiVersion, kind or name: %v", path, obj.Object)
+		}
+		objs = append(objs, obj)
+	}
+}
