@@ -32,14 +32,18 @@ const (
 	StepKilled           = "killed"
 	StepDeleteFinalized  = "delete-finalized"
 	StepRemoved          = "removed"
+	StepDeadlineExceeded = "deadline-exceeded"
 	StepInvalidPod       = "invalid-pod"
 	StepExecutorError    = "executor-error"
 	StepResultLost       = "outputs-patch-lost"
 	StepResultNotCreated = "result-not-created"
 )
 
-// errDeleted ends a pod's run when it was deleted.
-var errDeleted = errors.New("pod deleted")
+// errDeleted ends a pod's run when it was deleted; errDeadline when it outlived activeDeadlineSeconds.
+var (
+	errDeleted  = errors.New("pod deleted")
+	errDeadline = errors.New("pod exceeded its active deadline")
+)
 
 // runPod drives one pod from Pending to a terminal phase, as kubelet and argoexec would.
 func (n *Node) runPod(ctx context.Context, pod *corev1.Pod, run *podRun) {
@@ -59,6 +63,9 @@ func (n *Node) runPod(ctx context.Context, pod *corev1.Pod, run *podRun) {
 	b := n.opts.Script.behaviorFor(info)
 	sim := &podSim{n: n, pod: pod, info: info, b: b, run: run}
 	if err := sim.lifecycle(ctx); err != nil {
+		if errors.Is(err, errDeadline) {
+			err = sim.exceedDeadline(ctx)
+		}
 		if errors.Is(err, errDeleted) {
 			n.finishDeletion(ctx, sim.pod)
 			return
@@ -245,23 +252,72 @@ func (p *podSim) finalizeOnKill(ctx context.Context) {
 	}
 }
 
-// sleep waits d on the node's clock, returning errDeleted if the pod is deleted meanwhile.
+// sleep waits d on the node's clock. It returns errDeleted if the pod is deleted meanwhile and errDeadline
+// once the pod has run longer than its activeDeadlineSeconds (which may be lowered while it sleeps).
 func (p *podSim) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	var wake <-chan time.Time
+	if d > 0 {
+		wake = p.n.opts.Clock.After(d)
+	}
+	for {
+		var deadline <-chan time.Time
+		if ads := p.run.deadline(); ads != nil && p.pod.Status.StartTime != nil {
+			left := p.pod.Status.StartTime.Add(time.Duration(*ads) * time.Second).Sub(p.n.opts.Clock.Now())
+			if left <= 0 {
+				return errDeadline
+			}
+			deadline = p.n.opts.Clock.After(left)
+		}
+		if wake == nil {
+			select {
+			case <-p.run.deleted:
+				return errDeleted
+			default:
+				return nil
+			}
+		}
 		select {
+		case <-wake:
+			return nil
+		case <-deadline:
+			return errDeadline
+		case <-p.run.adsChanged:
 		case <-p.run.deleted:
 			return errDeleted
-		default:
-			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+}
+
+// exceedDeadline is the kubelet's active-deadline kill: containers stopped, phase Failed, reason
+// DeadlineExceeded. The wait container, signalled, still finalizes its result.
+func (p *podSim) exceedDeadline(ctx context.Context) error {
+	p.finalizeOnKill(ctx)
+	now := p.n.now()
+	if err := p.n.setStatus(ctx, p.pod, func(s *corev1.PodStatus) {
+		for i := range s.ContainerStatuses {
+			if s.ContainerStatuses[i].State.Terminated == nil {
+				code := int32(143)
+				if s.ContainerStatuses[i].Name == common.WaitContainerName {
+					code = 1
+				}
+				s.ContainerStatuses[i] = terminatedStatus(p.pod, s.ContainerStatuses[i].Name, code, "Error", now)
+			}
+		}
+		s.Phase = corev1.PodFailed
+		s.Reason = "DeadlineExceeded"
+		s.Message = "Pod was active on the node longer than the specified deadline"
+	}); err != nil {
+		return err
+	}
+	p.n.record(p.pod, StepDeadlineExceeded)
+	p.n.record(p.pod, StepFailed)
 	select {
-	case <-p.n.opts.Clock.After(d):
-		return nil
 	case <-p.run.deleted:
 		return errDeleted
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil
 	}
 }
 

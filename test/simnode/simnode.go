@@ -60,6 +60,41 @@ type Node struct {
 type podRun struct {
 	deleted   chan struct{}
 	closeOnce sync.Once
+
+	// activeDeadlineSeconds as last seen; the kubelet ends the pod once it has run that long.
+	mu         sync.Mutex
+	ads        *int64
+	adsChanged chan struct{}
+}
+
+func newPodRun(pod *corev1.Pod) *podRun {
+	r := &podRun{deleted: make(chan struct{}), adsChanged: make(chan struct{}, 1)}
+	r.ads = pod.Spec.ActiveDeadlineSeconds
+	return r
+}
+
+func (r *podRun) setDeadline(ads *int64) {
+	r.mu.Lock()
+	changed := (r.ads == nil) != (ads == nil) || (ads != nil && *r.ads != *ads)
+	if ads != nil {
+		v := *ads
+		r.ads = &v
+	} else {
+		r.ads = nil
+	}
+	r.mu.Unlock()
+	if changed {
+		select {
+		case r.adsChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (r *podRun) deadline() *int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ads
 }
 
 // Start begins simulating; it returns once the pod cache has synced.
@@ -168,7 +203,7 @@ func (n *Node) observe(ctx context.Context, obj any) {
 	n.mu.Lock()
 	run, tracked := n.pods[pod.UID]
 	if !tracked && pod.DeletionTimestamp == nil && !terminal(pod) {
-		run = &podRun{deleted: make(chan struct{})}
+		run = newPodRun(pod)
 		n.pods[pod.UID] = run
 		n.wg.Add(1)
 		n.mu.Unlock()
@@ -181,7 +216,7 @@ func (n *Node) observe(ctx context.Context, obj any) {
 	if !tracked && pod.DeletionTimestamp != nil {
 		// Not ours to run (already terminal, or from before this node started): finish the deletion as a
 		// kubelet would.
-		run = &podRun{deleted: make(chan struct{})}
+		run = newPodRun(pod)
 		n.pods[pod.UID] = run
 		n.wg.Add(1)
 		n.mu.Unlock()
@@ -192,6 +227,9 @@ func (n *Node) observe(ctx context.Context, obj any) {
 		return
 	}
 	n.mu.Unlock()
+	if tracked {
+		run.setDeadline(pod.Spec.ActiveDeadlineSeconds)
+	}
 	if tracked && pod.DeletionTimestamp != nil {
 		run.closeOnce.Do(func() { close(run.deleted) })
 	}

@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controller/extstatus"
+)
+
+// Options configure a Controller. Zero values give the defaults.
+type Options struct {
+	// Namespace limits the controller to one namespace (--namespaced / --managed-namespace); "" is all.
+	Namespace string
+	// InstanceID selects only objects labelled with it (--instanceid); "" selects unlabelled ones.
+	InstanceID    string
+	Workers       int
+	ExecutorImage string
+	// StatusFinalizer adds workflows.argoproj.io/status to new pods.
+	StatusFinalizer bool
+	// ResyncPeriod re-lists the caches; 0 disables resync.
+	ResyncPeriod time.Duration
+	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
+	Validate func(*wfv1.Workflow) error
+	Clock    clock.WithTicker
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	// Hooks observe the pipeline, for tests that check its guarantees.
+	Hooks Hooks
+}
+
+// Hooks are called around each reconcile of a key.
+type Hooks struct {
+	ReconcileStart func(key string)
+	ReconcileEnd   func(key string)
+	// BeforePersist runs just before the Update of a pass (tests inject conflicting writes here).
+	BeforePersist func(key string)
+}
+
+// Controller reconciles workflows through one serialized per-key pipeline.
+type Controller struct {
+	opts     Options
+	log      *slog.Logger
+	clock    clock.WithTicker
+	kube     kubernetes.Interface
+	argo     versioned.Interface
+	dynamic  dynamic.Interface
+	queue    workqueue.TypedRateLimitingInterface[string]
+	inf      *informerSet
+	engine   *engine.Engine
+	recorder record.EventRecorder
+	events   record.EventBroadcaster
+	metrics  *metrics
+
+	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
+	writtenMu sync.Mutex
+	written   map[types.UID]string
+}
+
+var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
+
+// New builds a Controller; Run starts it.
+func New(config *rest.Config, opts Options) (*Controller, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}}
+	var err error
+	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
+		return nil, fmt.Errorf("building the kubernetes client: %w", err)
+	}
+	if c.argo, err = versioned.NewForConfig(config); err != nil {
+		return nil, fmt.Errorf("building the argo client: %w", err)
+	}
+	if c.dynamic, err = dynamic.NewForConfig(config); err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	if c.metrics, err = newMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
+	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay.
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "workflows", Clock: opts.Clock})
+	if c.inf, err = c.newInformers(); err != nil {
+		return nil, err
+	}
+	c.events = record.NewBroadcaster(record.WithContext(context.Background()))
+	eventScheme := runtime.NewScheme()
+	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme)); err != nil {
+		return nil, fmt.Errorf("building the event scheme: %w", err)
+	}
+	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
+	c.engine = &engine.Engine{
+		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
+		Validate:        opts.Validate,
+		ExecutorImage:   opts.ExecutorImage,
+		InstanceID:      opts.InstanceID,
+		StatusFinalizer: opts.StatusFinalizer,
+	}
+	return c, nil
+}
+
+// CheckWorkflowCRD refuses to run against a Workflow CRD whose schema would prune wfguard's status fields.
+func CheckWorkflowCRD(ctx context.Context, client dynamic.Interface) error {
+	crd, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		Get(ctx, "workflows.argoproj.io", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the Workflow CRD (workflows.argoproj.io) is not installed: kubectl apply -k config/crd")
+	}
+	if err != nil {
+		return fmt.Errorf("reading the Workflow CRD: %w", err)
+	}
+	return extstatus.CheckCRDPreserves(crd)
+}
+
+// Run serves until ctx ends, then drains: in-flight reconciles finish and their writes complete.
+func (c *Controller) Run(ctx context.Context) error {
+	if err := CheckWorkflowCRD(ctx, c.dynamic); err != nil {
+		return err
+	}
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	stop := make(chan struct{})
+	c.inf.start(stop)
+	defer c.inf.shutdown()
+	defer close(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), c.inf.synced()...) {
+		c.queue.ShutDown()
+		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
+	}
+	c.log.Info("caches synced; starting workers", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(context.WithoutCancel(ctx)) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.log.Info("shutting down: draining workers")
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	c.log.Info("controller stopped")
+	return nil
+}
+
+// processNext reconciles one key; the workqueue never hands a key to two workers at once.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	if h := c.opts.Hooks.ReconcileStart; h != nil {
+		h(key)
+	}
+	start := c.clock.Now()
+	requeueAfter, err := c.reconcile(ctx, key)
+	if h := c.opts.Hooks.ReconcileEnd; h != nil {
+		h(key)
+	}
+	c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds())
+	switch {
+	case err != nil:
+		c.metrics.reconciles.WithLabelValues(resultError).Inc()
+		c.log.Error("reconcile failed; retrying with backoff", "workflow", key, "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		c.metrics.reconciles.WithLabelValues(resultSuccess).Inc()
+		c.queue.Forget(key)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(key, requeueAfter)
+		}
+	}
+	return true
+}

@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodMissingGrace is how long a node may lack its pod in the cache before the pod counts as deleted: the
+// informer can lag behind our own create.
+const PodMissingGrace = 10 * time.Second
+
+// WaitingForTaskResultPrefix starts the message of a node whose pod succeeded but whose result is incomplete.
+const WaitingForTaskResultPrefix = "waiting for task result"
+
+// AssessNodes is the assess phase: it maps each pod's state onto its node. A node whose pod succeeded
+// stays Running until its task result is synced; a missing pod past the grace is "pod deleted".
+func AssessNodes(p *Pass) {
+	for id := range p.WF.Status.Nodes {
+		n := p.nodeByID(id)
+		if n.Type != wfv1.NodeTypePod || fulfilled(n) {
+			continue
+		}
+		pod := p.Pods[id]
+		if pod == nil {
+			if n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace {
+				if !n.Phase.Completed() {
+					p.requeueBy(n.StartedAt.Add(PodMissingGrace))
+				}
+				continue
+			}
+			synced := true // a deleted pod reports nothing more
+			n.TaskResultSynced = &synced
+			p.markPhase(n, wfv1.NodeError, "pod deleted")
+			continue
+		}
+		assessPod(p, n, pod)
+	}
+}
+
+func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
+	before := *n.DeepCopy()
+	n.HostNodeName = pod.Spec.NodeName
+	if code := mainExitCode(pod); code != "" {
+		if n.Outputs == nil {
+			n.Outputs = &wfv1.Outputs{}
+		}
+		n.Outputs.ExitCode = &code
+	}
+	synced := n.TaskResultSynced == nil || *n.TaskResultSynced
+	switch pod.Status.Phase {
+	case corev1.PodPending, "":
+		n.Phase = wfv1.NodePending
+		n.Message = pendingReason(pod)
+	case corev1.PodRunning:
+		if n.Phase != wfv1.NodeRunning {
+			n.Phase = wfv1.NodeRunning
+		}
+		if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" {
+			n.Message = ""
+		}
+	case corev1.PodSucceeded:
+		if !synced {
+			since := latestFinish(pod)
+			n.Phase = wfv1.NodeRunning
+			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
+			if !strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
+				p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
+					Message: fmt.Sprintf("Node %s: pod %s succeeded; waiting for its task result", n.Name, pod.Name)})
+			}
+			break
+		}
+		p.setNode(n)
+		p.markPhase(n, wfv1.NodeSucceeded, "")
+		return
+	case corev1.PodFailed:
+		phase, msg := inferFailedReason(pod)
+		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
+			msg = n.Message // we stopped it: keep why
+		}
+		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
+			// The wait container can report nothing more: argo's rules to stop waiting for the result.
+			t := true
+			n.TaskResultSynced = &t
+		}
+		p.setNode(n)
+		p.markPhase(n, phase, msg)
+		return
+	}
+	if !equalNode(&before, n) {
+		p.setNode(n)
+	}
+}
+
+func equalNode(a, b *wfv1.NodeStatus) bool {
+	return a.Phase == b.Phase && a.Message == b.Message && a.HostNodeName == b.HostNodeName &&
+		exitCode(a) == exitCode(b) && boolPtr(a.TaskResultSynced) == boolPtr(b.TaskResultSynced)
+}
+
+func exitCode(n *wfv1.NodeStatus) string {
+	if n.Outputs == nil || n.Outputs.ExitCode == nil {
+		return ""
+	}
+	return *n.Outputs.ExitCode
+}
+
+func boolPtr(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*b)
+}
+
+func mainExitCode(pod *corev1.Pod) string {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == common.MainContainerName && s.State.Terminated != nil {
+			return fmt.Sprint(s.State.Terminated.ExitCode)
+		}
+	}
+	return ""
+}
+
+func waitStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == common.WaitContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+func waitFailed(pod *corev1.Pod) bool {
+	s := waitStatus(pod)
+	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0
+}
+
+func latestFinish(pod *corev1.Pod) time.Time {
+	var t metav1.Time
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil && s.State.Terminated.FinishedAt.After(t.Time) {
+			t = s.State.Terminated.FinishedAt
+		}
+	}
+	if t.IsZero() {
+		return pod.CreationTimestamp.Time
+	}
+	return t.Time
+}
+
+func pendingReason(pod *corev1.Pod) string {
+	if pod.Status.Message != "" {
+		return pod.Status.Message
+	}
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			if w.Message != "" {
+				return w.Reason + ": " + w.Message
+			}
+			return w.Reason
+		}
+	}
+	return ""
+}
+
+// inferFailedReason picks one message for a failed pod, preferring init, then main, then wait, as argo does.
+func inferFailedReason(pod *corev1.Pod) (wfv1.NodePhase, string) {
+	if pod.Status.Message != "" {
+		return wfv1.NodeFailed, pod.Status.Message
+	}
+	order := func(name string) int {
+		switch name {
+		case common.MainContainerName:
+			return 1
+		case common.WaitContainerName:
+			return 2
+		}
+		return 3
+	}
+	ctrs := append([]corev1.ContainerStatus{}, pod.Status.ContainerStatuses...)
+	sort.SliceStable(ctrs, func(i, j int) bool { return order(ctrs[i].Name) < order(ctrs[j].Name) })
+	ctrs = append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), ctrs...)
+	if len(ctrs) == 0 {
+		return wfv1.NodeFailed, fmt.Sprintf("can't find failed message for pod %s namespace %s", pod.Name, pod.Namespace)
+	}
+	mainOK, waitOK := false, false
+	for _, c := range ctrs {
+		if w := c.State.Waiting; w != nil {
+			return wfv1.NodeError, fmt.Sprintf("Pod failed before %s container starts due to %s: %s", c.Name, w.Reason, w.Message)
+		}
+		t := c.State.Terminated
+		if t == nil {
+			continue
+		}
+		if t.ExitCode == 0 {
+			mainOK = mainOK || c.Name == common.MainContainerName
+			waitOK = waitOK || c.Name == common.WaitContainerName
+			continue
+		}
+		msg := fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+		if t.Message != "" {
+			msg += ": " + t.Message
+		}
+		msg = c.Name + ": " + msg
+		switch c.Name {
+		case common.InitContainerName, common.WaitContainerName:
+			return wfv1.NodeError, msg
+		case common.MainContainerName:
+			return wfv1.NodeFailed, msg
+		default:
+			if t.ExitCode != 137 && t.ExitCode != 143 {
+				return wfv1.NodeFailed, msg
+			}
+		}
+	}
+	switch {
+	case mainOK && waitOK:
+		return wfv1.NodeSucceeded, ""
+	case mainOK:
+		return wfv1.NodeFailed, "pod failed: wait container did not complete successfully"
+	case waitOK:
+		return wfv1.NodeFailed, "pod failed: main container did not complete successfully"
+	}
+	return wfv1.NodeFailed, "pod failed: neither main nor wait container completed successfully"
+}

@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wfguard/wfguard/controller/podspec"
+)
+
+// PodControl is the engine's only I/O: it creates pods and stops running ones.
+type PodControl interface {
+	// CreatePod creates a pod; an existing pod of the same name and workflow is success.
+	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	// StopPod makes the kubelet end a pod (activeDeadlineSeconds), for shutdown and deadlines.
+	StopPod(ctx context.Context, pod *corev1.Pod) error
+}
+
+// Engine runs argo templates over a workflow's status.
+type Engine struct {
+	Pods PodControl
+	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
+	Validate        func(wf *wfv1.Workflow) error
+	ExecutorImage   string
+	InstanceID      string
+	StatusFinalizer bool
+}
+
+// MaxWorkflowSize bounds the encoded workflow; larger ones cannot be stored in etcd reliably.
+const MaxWorkflowSize = 1024 * 1024
+
+// shutdown is the effective shutdown strategy: the accepted one in status, else the legacy spec field.
+func shutdown(p *Pass) wfv1.ShutdownStrategy {
+	if p.Ext != nil && p.Ext.Shutdown != "" {
+		return p.Ext.Shutdown
+	}
+	return p.WF.Spec.Shutdown
+}
+
+func suspended(p *Pass) bool {
+	if p.Ext != nil && p.Ext.Suspended != nil {
+		return *p.Ext.Suspended
+	}
+	return p.WF.Spec.Suspend != nil && *p.WF.Spec.Suspend
+}
+
+func deadline(wf *wfv1.Workflow) time.Time {
+	if wf.Spec.ActiveDeadlineSeconds == nil || wf.Status.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	return wf.Status.StartedAt.Add(time.Duration(*wf.Spec.ActiveDeadlineSeconds) * time.Second)
+}
+
+// Start validates a new workflow and marks it Running; it returns false when the workflow was rejected.
+func (e *Engine) Start(p *Pass) bool {
+	wf := p.WF
+	if wf.Status.Phase != wfv1.WorkflowUnknown {
+		return true
+	}
+	if err := e.validate(wf); err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowFailed, "invalid spec: "+err.Error())
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: "invalid spec: " + err.Error()})
+		return false
+	}
+	wf.Status.Phase = wfv1.WorkflowRunning
+	wf.Status.StartedAt = p.now()
+	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowRunning))
+	setLabel(wf, common.LabelKeyCompleted, "false")
+	if wf.Annotations == nil {
+		wf.Annotations = map[string]string{}
+	}
+	wf.Annotations[common.AnnotationKeyPodNameVersion] = "v2"
+	p.Events = append(p.Events, Event{Reason: ReasonWorkflowRunning, Message: "Workflow Running"})
+	return true
+}
+
+func (e *Engine) validate(wf *wfv1.Workflow) error {
+	if data, err := json.Marshal(wf); err != nil {
+		return fmt.Errorf("encoding the workflow: %w", err)
+	} else if len(data) > MaxWorkflowSize {
+		return fmt.Errorf("workflow is %d bytes, larger than the %d-byte limit", len(data), MaxWorkflowSize)
+	}
+	if e.Validate == nil {
+		return nil
+	}
+	return e.Validate(wf)
+}
+
+// Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies
+// are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
+func (e *Engine) Execute(ctx context.Context, p *Pass) error {
+	wf := p.WF
+	if wf.Status.Phase.Completed() || wf.Status.Phase == wfv1.WorkflowUnknown {
+		return nil
+	}
+	if err := e.enforceShutdownAndDeadline(ctx, p); err != nil {
+		return err
+	}
+	if !suspended(p) || shutdown(p).Enabled() {
+		entry := &wfv1.WorkflowStep{Template: wf.Spec.Entrypoint}
+		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, entry.Template, wf.Spec.Arguments, "", "", false); err != nil {
+			// An engine error on the entrypoint itself (e.g. it cannot be resolved) ends the workflow.
+			e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
+			return nil
+		}
+	}
+	root := p.node(wf.Name)
+	if root == nil || !fulfilled(root) {
+		if d := deadline(wf); !d.IsZero() && p.Now.Before(d) {
+			p.requeueBy(d)
+		}
+		return nil
+	}
+	message := root.Message
+	if root.FailedOrError() && shutdown(p).Enabled() {
+		message = fmt.Sprintf("Stopped with strategy '%s'", shutdown(p))
+	}
+	switch root.Phase {
+	case wfv1.NodeSucceeded, wfv1.NodeSkipped:
+		e.completeWorkflow(p, wfv1.WorkflowSucceeded, "")
+	case wfv1.NodeError:
+		e.completeWorkflow(p, wfv1.WorkflowError, message)
+	default:
+		e.completeWorkflow(p, wfv1.WorkflowFailed, message)
+	}
+	return nil
+}
+
+func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message string) {
+	wf := p.WF
+	wf.Status.Phase = phase
+	wf.Status.Message = message
+	if wf.Status.StartedAt.IsZero() {
+		wf.Status.StartedAt = p.now()
+	}
+	wf.Status.FinishedAt = p.now()
+	setLabel(wf, common.LabelKeyPhase, string(phase))
+	setLabel(wf, common.LabelKeyCompleted, "true")
+	switch phase {
+	case wfv1.WorkflowSucceeded:
+		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSucceeded, Message: "Workflow completed"})
+	case wfv1.WorkflowFailed:
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowFailed, Message: message})
+	default:
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowError, Message: message})
+	}
+}
+
+func setLabel(wf *wfv1.Workflow, k, v string) {
+	if wf.Labels == nil {
+		wf.Labels = map[string]string{}
+	}
+	wf.Labels[k] = v
+}
+
+// enforceShutdownAndDeadline stops running pods and fails waiting nodes when the workflow is shut down
+// or past its activeDeadlineSeconds.
+func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error {
+	strategy := shutdown(p)
+	d := deadline(p.WF)
+	pastDeadline := !d.IsZero() && !p.Now.Before(d)
+	if !strategy.Enabled() && !pastDeadline {
+		return nil
+	}
+	message := "Step exceeded its deadline"
+	if strategy.Enabled() {
+		message = fmt.Sprintf("Stopped with strategy '%s'", strategy)
+	}
+	for id := range p.WF.Status.Nodes {
+		n := p.nodeByID(id)
+		if n.Phase.Completed() {
+			continue
+		}
+		switch {
+		case n.Type == wfv1.NodeTypeSuspend:
+			p.markPhase(n, wfv1.NodeFailed, message)
+		case n.Type == wfv1.NodeTypePod:
+			pod := p.Pods[n.ID]
+			if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds > 1 {
+				if err := e.Pods.StopPod(ctx, pod); err != nil {
+					return fmt.Errorf("stopping pod %s of node %s: %w", pod.Name, n.Name, err)
+				}
+			}
+			// Argo keeps the node's message on the stop reason while the kubelet ends the pod.
+			if n.Message != message {
+				n.Message = message
+				p.setNode(n)
+			}
+		}
+	}
+	return nil
+}
+
+// executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created).
+// parentTmplJSON is the calling steps/DAG template, to know whether a parent reads outputs.result.
+func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName, tmplName string, args wfv1.Arguments,
+	boundaryID, parentTmplJSON string, _ bool) (*wfv1.NodeStatus, error) {
+	if n := p.node(nodeName); n != nil && fulfilled(n) {
+		return n, nil
+	}
+	tmpl := p.WF.GetTemplateByName(tmplName)
+	if tmpl == nil {
+		return nil, fmt.Errorf("template %q not found", tmplName)
+	}
+	globals := globalParams(p.WF)
+	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, nil)
+	if err != nil {
+		n := p.node(nodeName)
+		if n == nil {
+			n = p.newNode(nodeName, displayName, nodeTypeOf(tmpl), tmplName, boundaryID, wfv1.NodeError, err.Error())
+			p.Events = append(p.Events, nodeEvent(n))
+			return n, nil
+		}
+		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+	}
+	n := p.node(nodeName)
+	switch resolved.GetType() {
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
+		if n == nil {
+			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON)
+		}
+		return n, nil
+	case wfv1.TemplateTypeSuspend:
+		return e.executeSuspend(p, n, nodeName, displayName, resolved, boundaryID), nil
+	case wfv1.TemplateTypeSteps:
+		if n == nil {
+			n = p.newNode(nodeName, displayName, wfv1.NodeTypeSteps, tmplName, boundaryID, wfv1.NodeRunning, "")
+			n.Inputs = inputsOf(resolved)
+			p.setNode(n)
+		}
+		return e.executeSteps(ctx, p, n, resolved)
+	case wfv1.TemplateTypeDAG:
+		if n == nil {
+			n = p.newNode(nodeName, displayName, wfv1.NodeTypeDAG, tmplName, boundaryID, wfv1.NodeRunning, "")
+			n.Inputs = inputsOf(resolved)
+			p.setNode(n)
+		}
+		return e.executeDAG(ctx, p, n, resolved)
+	default:
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, suspend, steps, dag)",
+			tmplName, resolved.GetType())
+		if n == nil {
+			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
+			p.Events = append(p.Events, nodeEvent(n))
+			return n, nil
+		}
+		return p.markPhase(n, wfv1.NodeError, msg), nil
+	}
+}
+
+func nodeTypeOf(t *wfv1.Template) wfv1.NodeType {
+	switch t.GetType() {
+	case wfv1.TemplateTypeSteps:
+		return wfv1.NodeTypeSteps
+	case wfv1.TemplateTypeDAG:
+		return wfv1.NodeTypeDAG
+	case wfv1.TemplateTypeSuspend:
+		return wfv1.NodeTypeSuspend
+	}
+	return wfv1.NodeTypePod
+}
+
+func inputsOf(t *wfv1.Template) *wfv1.Inputs {
+	if len(t.Inputs.Parameters) == 0 && len(t.Inputs.Artifacts) == 0 {
+		return nil
+	}
+	return t.Inputs.DeepCopy()
+}
+
+// startPodNode records a Pod node (result not synced: the pessimistic gate) and creates its pod.
+func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID, parentTmplJSON string) (*wfv1.NodeStatus, error) {
+	if s := shutdown(p); s.Enabled() {
+		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed,
+			fmt.Sprintf("workflow shutdown with strategy: %s", s))
+		p.Events = append(p.Events, nodeEvent(n))
+		return n, nil
+	}
+	if d := deadline(p.WF); !d.IsZero() && !p.Now.Before(d) {
+		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed, "Step exceeded its deadline")
+		p.Events = append(p.Events, nodeEvent(n))
+		return n, nil
+	}
+	n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodePending, "")
+	n.Inputs = inputsOf(tmpl)
+	synced := false
+	n.TaskResultSynced = &synced
+	p.setNode(n)
+	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, displayName)
+	pod, err := podspec.Build(podspec.Input{
+		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
+		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
+		Deadline: deadline(p.WF), Now: p.Now, StatusFinalizer: e.StatusFinalizer,
+	})
+	if err != nil {
+		// A pod that cannot be built never runs: its result can never arrive.
+		synced = true
+		n.TaskResultSynced = &synced
+		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+	}
+	if err := e.Pods.CreatePod(ctx, pod); err != nil {
+		return nil, fmt.Errorf("creating pod %s for node %s: %w", pod.Name, nodeName, err)
+	}
+	return n, nil
+}
+
+// readsResult reports whether the parent template references this step's or task's outputs.result,
+// in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT).
+func readsResult(parentTmplJSON, name string) bool {
+	return parentTmplJSON != "" && (strings.Contains(parentTmplJSON, "steps."+name+".outputs.result") ||
+		strings.Contains(parentTmplJSON, "tasks."+name+".outputs.result"))
+}
+
+// executeSuspend keeps a Suspend node Running until its duration passes (or a resume marks it done).
+func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string) *wfv1.NodeStatus {
+	if n == nil {
+		n = p.newNode(nodeName, displayName, wfv1.NodeTypeSuspend, tmpl.Name, boundaryID, wfv1.NodeRunning, "")
+		n.Inputs = inputsOf(tmpl)
+		p.setNode(n)
+		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSuspended, Message: "Suspended node " + nodeName})
+	}
+	if n.Phase.Completed() || tmpl.Suspend == nil || tmpl.Suspend.Duration == "" {
+		return n
+	}
+	d, err := wfv1.ParseStringToDuration(tmpl.Suspend.Duration)
+	if err != nil {
+		return p.markPhase(n, wfv1.NodeError, fmt.Sprintf("invalid suspend duration %q: %v", tmpl.Suspend.Duration, err))
+	}
+	until := n.StartedAt.Add(d)
+	if !p.Now.Before(until) {
+		return p.markPhase(n, wfv1.NodeSucceeded, "")
+	}
+	p.requeueBy(until)
+	return n
+}

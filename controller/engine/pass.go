@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wfguard/wfguard/controller/extstatus"
+)
+
+// Pass is one reconcile of one workflow: the in-memory workflow every phase reads and mutates, the
+// observations it is based on, and what the phases ask of the controller afterwards.
+type Pass struct {
+	WF  *wfv1.Workflow
+	Ext *extstatus.Extensions
+	// Pods of this workflow (owner UID checked), by node ID.
+	Pods map[string]*corev1.Pod
+	Now  time.Time
+
+	// Events are node and workflow transitions, recorded after the pass is persisted.
+	Events []Event
+	// requeueAt is the earliest time a timer (suspend duration, deadline) needs another pass.
+	requeueAt time.Time
+}
+
+// Event is a transition worth an Event on the Workflow.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// RequeueAfter is how long until a timer of this pass expires; zero when none is pending.
+func (p *Pass) RequeueAfter() time.Duration {
+	if p.requeueAt.IsZero() {
+		return 0
+	}
+	if d := p.requeueAt.Sub(p.Now); d > 0 {
+		return d
+	}
+	return time.Millisecond
+}
+
+func (p *Pass) requeueBy(t time.Time) {
+	if p.requeueAt.IsZero() || t.Before(p.requeueAt) {
+		p.requeueAt = t
+	}
+}
+
+func (p *Pass) now() metav1.Time { return metav1.NewTime(p.Now) }
+
+// node returns a copy of the node named name, or nil.
+func (p *Pass) node(name string) *wfv1.NodeStatus {
+	n, ok := p.WF.Status.Nodes[p.WF.NodeID(name)]
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+func (p *Pass) nodeByID(id string) *wfv1.NodeStatus {
+	n, ok := p.WF.Status.Nodes[id]
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+func (p *Pass) setNode(n *wfv1.NodeStatus) {
+	if p.WF.Status.Nodes == nil {
+		p.WF.Status.Nodes = wfv1.Nodes{}
+	}
+	p.WF.Status.Nodes[n.ID] = *n
+}
+
+// newNode records a node; its ID is argo's NodeID(name), so IDs are stable across passes and restarts.
+func (p *Pass) newNode(name, displayName string, typ wfv1.NodeType, tmplName, boundaryID string, phase wfv1.NodePhase, message string) *wfv1.NodeStatus {
+	n := &wfv1.NodeStatus{
+		ID:            p.WF.NodeID(name),
+		Name:          name,
+		DisplayName:   displayName,
+		Type:          typ,
+		TemplateName:  tmplName,
+		TemplateScope: "local/" + p.WF.Name,
+		BoundaryID:    boundaryID,
+		Phase:         phase,
+		Message:       message,
+		StartedAt:     p.now(),
+	}
+	if phase.Fulfilled(nil) {
+		n.FinishedAt = p.now()
+	}
+	p.setNode(n)
+	return n
+}
+
+// markPhase moves a node to phase with message; completing it stamps FinishedAt and records an Event.
+func (p *Pass) markPhase(n *wfv1.NodeStatus, phase wfv1.NodePhase, message string) *wfv1.NodeStatus {
+	if n.Phase == phase && n.Message == message {
+		return n
+	}
+	n.Phase = phase
+	n.Message = message
+	if phase.Completed() && n.FinishedAt.IsZero() {
+		n.FinishedAt = p.now()
+	}
+	p.setNode(n)
+	if phase.Completed() {
+		p.Events = append(p.Events, nodeEvent(n))
+	}
+	return n
+}
+
+func (p *Pass) addChild(parent *wfv1.NodeStatus, childID string) {
+	for _, c := range parent.Children {
+		if c == childID {
+			return
+		}
+	}
+	parent.Children = append(parent.Children, childID)
+	p.setNode(parent)
+}
+
+// fulfilled is "terminal AND result synced": the only condition successors may start on.
+func fulfilled(n *wfv1.NodeStatus) bool {
+	return n != nil && n.Phase.Fulfilled(n.TaskResultSynced)
+}
+
+func nodeEvent(n *wfv1.NodeStatus) Event {
+	switch n.Phase {
+	case wfv1.NodeSucceeded:
+		return Event{Reason: ReasonNodeSucceeded, Message: "Succeeded node " + n.Name}
+	case wfv1.NodeSkipped, wfv1.NodeOmitted:
+		return Event{Reason: ReasonNodeSkipped, Message: string(n.Phase) + " node " + n.Name + ": " + n.Message}
+	case wfv1.NodeFailed:
+		return Event{Warning: true, Reason: ReasonNodeFailed, Message: "Failed node " + n.Name + ": " + n.Message}
+	default:
+		return Event{Warning: true, Reason: ReasonNodeError, Message: "Error node " + n.Name + ": " + n.Message}
+	}
+}
+
+// Event reasons, one per outcome (argo's WorkflowNode* and Workflow* reasons).
+const (
+	ReasonNodeSucceeded      = "WorkflowNodeSucceeded"
+	ReasonNodeFailed         = "WorkflowNodeFailed"
+	ReasonNodeError          = "WorkflowNodeError"
+	ReasonNodeSkipped        = "WorkflowNodeSkipped"
+	ReasonWorkflowRunning    = "WorkflowRunning"
+	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
+	ReasonWorkflowFailed     = "WorkflowFailed"
+	ReasonWorkflowError      = "WorkflowError"
+	ReasonWorkflowInvalid    = "WorkflowInvalidSpec"
+	ReasonWorkflowSuspended  = "WorkflowSuspended"
+	ReasonWorkflowTimedOut   = "WorkflowTimedOut"
+	ReasonWorkflowShutdown   = "WorkflowShutdown"
+	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
+)

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Knetic/govaluate"
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	"github.com/argoproj/argo-workflows/v3/util/template"
+)
+
+// globalParams are the {{workflow.*}} variables.
+func globalParams(wf *wfv1.Workflow) common.Parameters {
+	g := common.Parameters{
+		"workflow.name":              wf.Name,
+		"workflow.namespace":         wf.Namespace,
+		"workflow.uid":               string(wf.UID),
+		"workflow.mainEntrypoint":    wf.Spec.Entrypoint,
+		"workflow.serviceAccountName": wf.Spec.ServiceAccountName,
+		"workflow.creationTimestamp": wf.CreationTimestamp.Format(time.RFC3339),
+		"workflow.status":            string(wf.Status.Phase),
+	}
+	for _, p := range wf.Spec.Arguments.Parameters {
+		if p.Value != nil {
+			g["workflow.parameters."+p.Name] = p.Value.String()
+		}
+	}
+	if data, err := json.Marshal(wf.Spec.Arguments.Parameters); err == nil {
+		g["workflow.parameters"] = string(data)
+	}
+	return g
+}
+
+// scope is the local variables of a steps or DAG template: inputs of the template and the outputs of
+// completed siblings, keyed the way argo references them (steps.X.outputs.result, tasks.X.status, ...).
+type scope map[string]string
+
+func (s scope) addNode(prefix string, n *wfv1.NodeStatus) {
+	s[prefix+".id"] = n.ID
+	s[prefix+".status"] = string(n.Phase)
+	s[prefix+".startedAt"] = n.StartedAt.Format(time.RFC3339)
+	s[prefix+".finishedAt"] = n.FinishedAt.Format(time.RFC3339)
+	if n.Outputs == nil {
+		return
+	}
+	if n.Outputs.Result != nil {
+		s[prefix+".outputs.result"] = *n.Outputs.Result
+	}
+	if n.Outputs.ExitCode != nil {
+		s[prefix+".exitCode"] = *n.Outputs.ExitCode
+	}
+	for _, p := range n.Outputs.Parameters {
+		if p.Value != nil {
+			s[prefix+".outputs.parameters."+p.Name] = p.Value.String()
+		}
+	}
+	if data, err := json.Marshal(n.Outputs.Parameters); err == nil {
+		s[prefix+".outputs.parameters"] = string(data)
+	}
+}
+
+func (s scope) withInputs(tmpl *wfv1.Template) scope {
+	out := scope{}
+	for k, v := range s {
+		out[k] = v
+	}
+	for _, p := range tmpl.Inputs.Parameters {
+		if p.Value != nil {
+			out["inputs.parameters."+p.Name] = p.Value.String()
+		}
+	}
+	return out
+}
+
+// resolveJSON substitutes {{...}} in v (a step or task) with globals and the scope; an unresolved
+// reference is an error naming it.
+func resolveJSON[T any](v *T, params ...map[string]string) (*T, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string]string{}
+	for _, m := range params {
+		for k, val := range m {
+			merged[k] = val
+		}
+	}
+	replaced, err := template.Replace(string(data), merged, false)
+	if err != nil {
+		return nil, err
+	}
+	out := new(T)
+	if err := json.Unmarshal([]byte(replaced), out); err != nil {
+		return nil, fmt.Errorf("decoding after substitution: %w", err)
+	}
+	return out, nil
+}
+
+// evalWhen evaluates a substituted `when` as argo does: bare words compare as strings.
+func evalWhen(when string) (bool, error) {
+	if when == "" {
+		return true, nil
+	}
+	expr, err := govaluate.NewEvaluableExpression(when)
+	if err != nil {
+		if strings.Contains(err.Error(), "Invalid token") {
+			return false, fmt.Errorf("invalid 'when' expression '%s': %v (hint: try wrapping the affected expression in quotes (\"))", when, err)
+		}
+		return false, fmt.Errorf("invalid 'when' expression '%s': %v", when, err)
+	}
+	tokens := expr.Tokens()
+	for i, tok := range tokens {
+		if tok.Kind == govaluate.VARIABLE {
+			tok.Kind = govaluate.STRING
+			tokens[i] = tok
+		}
+	}
+	expr, err = govaluate.NewEvaluableExpressionFromTokens(tokens)
+	if err != nil {
+		return false, fmt.Errorf("failed to parse 'when' expression '%s': %v", when, err)
+	}
+	result, err := expr.Evaluate(nil)
+	if err != nil {
+		return false, fmt.Errorf("failed to evaluate 'when' expression '%s': %v", when, err)
+	}
+	b, ok := result.(bool)
+	if !ok {
+		return false, fmt.Errorf("expected boolean evaluation for '%s', got %v", when, result)
+	}
+	return b, nil
+}
+
+// templateOutputs resolves a steps/DAG template's outputs.parameters (valueFrom.parameter) from its scope.
+func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters) (*wfv1.Outputs, error) {
+	if len(tmpl.Outputs.Parameters) == 0 {
+		return nil, nil
+	}
+	out := &wfv1.Outputs{}
+	for _, p := range tmpl.Outputs.Parameters {
+		param := wfv1.Parameter{Name: p.Name}
+		switch {
+		case p.ValueFrom != nil && p.ValueFrom.Parameter != "":
+			v, err := replaceString(p.ValueFrom.Parameter, mergeParams(globals, s))
+			if err != nil {
+				if p.ValueFrom.Default == nil {
+					return nil, fmt.Errorf("resolving outputs.parameters.%s: %w", p.Name, err)
+				}
+				v = p.ValueFrom.Default.String()
+			}
+			param.Value = wfv1.AnyStringPtr(v)
+		case p.Value != nil:
+			param.Value = p.Value
+		}
+		out.Parameters = append(out.Parameters, param)
+	}
+	return out, nil
+}
+
+func mergeParams(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// replaceString substitutes {{...}} in a plain (non-JSON) string; unresolved references are errors.
+func replaceString(s string, params map[string]string) (string, error) {
+	t, err := template.NewTemplate(s)
+	if err != nil {
+		return "", err
+	}
+	m := make(map[string]any, len(params))
+	for k, v := range params {
+		m[k] = v
+	}
+	return t.Replace(m, false)
+}

@@ -1,0 +1,120 @@
+package extstatus
+
+import (
+	"encoding/json"
+	"fmt"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Extensions are the status fields of the WorkflowAction design (status.shutdown, status.suspended) and
+// wfguard's write-ahead record of applied actions. They live beside argo's WorkflowStatus in the object.
+type Extensions struct {
+	// Shutdown is the shutdown strategy the controller accepted; it supersedes spec.shutdown.
+	Shutdown wfv1.ShutdownStrategy `json:"shutdown,omitempty"`
+	// Suspended is the workflow-level suspension the controller accepted.
+	Suspended *bool `json:"suspended,omitempty"`
+	// AppliedActions records actions applied in the same write as their effect, until their own status is written.
+	AppliedActions []AppliedAction `json:"appliedActions,omitempty"`
+}
+
+// AppliedAction is one write-ahead entry.
+type AppliedAction struct {
+	UID     types.UID `json:"uid"`
+	Name    string    `json:"name"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+}
+
+// fieldNames are the status keys Extensions owns.
+var fieldNames = []string{"shutdown", "suspended", "appliedActions"}
+
+// FromUnstructured decodes a Workflow and its extensions. Unknown status fields other than ours are
+// dropped, as argo's own controller does.
+func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
+	var ext Extensions
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, ext, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	wf := &wfv1.Workflow{}
+	if err := json.Unmarshal(data, wf); err != nil {
+		return nil, ext, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	var wrapper struct {
+		Status Extensions `json:"status"`
+	}
+	if err := json.Unmarshal(data, &wrapper); err != nil {
+		return nil, ext, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return wf, wrapper.Status, nil
+}
+
+// ToUnstructured encodes a Workflow with its extensions merged into status.
+func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(wf)
+	if err != nil {
+		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+	}
+	extData, err := json.Marshal(ext)
+	if err != nil {
+		return nil, fmt.Errorf("encoding wfguard status fields of %s/%s: %w", wf.Namespace, wf.Name, err)
+	}
+	var extMap map[string]any
+	if err := json.Unmarshal(extData, &extMap); err != nil {
+		return nil, fmt.Errorf("encoding wfguard status fields of %s/%s: %w", wf.Namespace, wf.Name, err)
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	if status == nil {
+		status = map[string]any{}
+	}
+	for _, k := range fieldNames {
+		delete(status, k)
+		if v, ok := extMap[k]; ok {
+			status[k] = v
+		}
+	}
+	u.Object["status"] = status
+	u.SetAPIVersion(wfv1.SchemeGroupVersion.String())
+	u.SetKind("Workflow")
+	return u, nil
+}
+
+// CheckCRDPreserves returns an error when the Workflow CRD's schema would prune the extension fields
+// (the API server silently drops unknown fields unless the schema preserves them).
+func CheckCRDPreserves(crd *unstructured.Unstructured) error {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		if version["name"] != wfv1.SchemeGroupVersion.Version {
+			continue
+		}
+		status, found, _ := unstructured.NestedMap(version, "schema", "openAPIV3Schema", "properties", "status")
+		if !found {
+			return fmt.Errorf("the Workflow CRD's %s schema has no status: it would prune wfguard's status fields; install config/crd/argoproj.io_workflows.yaml", version["name"])
+		}
+		if preserve, _ := status["x-kubernetes-preserve-unknown-fields"].(bool); preserve {
+			return nil
+		}
+		props, _, _ := unstructured.NestedMap(status, "properties")
+		var missing []string
+		for _, k := range fieldNames {
+			if _, ok := props[k]; !ok {
+				missing = append(missing, "status."+k)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("the Workflow CRD would prune %v (its status schema neither preserves unknown fields nor declares them); "+
+				"install the minimal CRD from config/crd/argoproj.io_workflows.yaml", missing)
+		}
+		return nil
+	}
+	return fmt.Errorf("the Workflow CRD does not serve %s", wfv1.SchemeGroupVersion.Version)
+}

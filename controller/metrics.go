@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label values.
+const (
+	resultSuccess = "success"
+	resultError   = "error"
+
+	persistUpdated   = "updated"
+	persistConflict  = "conflict"
+	persistReapplied = "reapplied"
+	persistRefused   = "refused"
+)
+
+type metrics struct {
+	reconciles        *prometheus.CounterVec
+	reconcileDuration prometheus.Histogram
+	persists          *prometheus.CounterVec
+	staleSkips        prometheus.Counter
+	foreignResults    prometheus.Counter
+	podsCreated       prometheus.Counter
+	podsStopped       prometheus.Counter
+	completed         *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_reconcile_total",
+			Help: "Reconcile passes by result (success, error)."}, []string{"result"}),
+		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_reconcile_duration_seconds",
+			Help: "Duration of one reconcile pass.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		persists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_persist_total",
+			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused)."}, []string{"outcome"}),
+		staleSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_stale_cache_skips_total",
+			Help: "Cache copies skipped because they were older than our last write."}),
+		foreignResults: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_taskresult_foreign_total",
+			Help: "Task results ignored because their owner is another workflow UID."}),
+		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_created_total",
+			Help: "Pods created for workflow nodes."}),
+		podsStopped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_stopped_total",
+			Help: "Pods stopped for shutdown or deadline."}),
+		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
+			Help: "Workflows completed, by phase."}, []string{"phase"}),
+	}
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips,
+		m.foreignResults, m.podsCreated, m.podsStopped, m.completed} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering controller metrics: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/controller/extstatus"
+)
+
+var updateOptions = metav1.UpdateOptions{FieldManager: "wfguard-controller"}
+
+// reapplyAttempts bounds re-reads after conflicts within one pass; the queue retries beyond that.
+const reapplyAttempts = 5
+
+// persist writes the pass with a single Update. On conflict it re-reads the workflow and re-applies the
+// pass's changes as a merge patch, refusing to regress a completed workflow or node.
+func (c *Controller) persist(ctx context.Context, p *pass) (bool, error) {
+	next, err := extstatus.ToUnstructured(p.WF, *p.Ext)
+	if err != nil {
+		return false, err
+	}
+	next.SetResourceVersion(p.loaded.GetResourceVersion())
+	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) {
+		return false, nil
+	}
+	if h := c.opts.Hooks.BeforePersist; h != nil {
+		h(p.key)
+	}
+	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
+	updated, err := client.Update(ctx, next, updateOptions)
+	if err == nil {
+		c.recordWrite(updated)
+		c.metrics.persists.WithLabelValues(persistUpdated).Inc()
+		return true, nil
+	}
+	if !apierrors.IsConflict(err) {
+		return false, fmt.Errorf("updating workflow %s: %w", p.key, err)
+	}
+	c.metrics.persists.WithLabelValues(persistConflict).Inc()
+	return c.reapply(ctx, p, next)
+}
+
+// reapply re-reads the workflow and applies the diff between what the pass loaded and what it computed.
+func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Unstructured) (bool, error) {
+	before, err := p.loaded.MarshalJSON()
+	if err != nil {
+		return false, err
+	}
+	after, err := next.MarshalJSON()
+	if err != nil {
+		return false, err
+	}
+	patch, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return false, fmt.Errorf("diffing the pass of %s for re-apply: %w", p.key, err)
+	}
+	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
+	for attempt := 1; attempt <= reapplyAttempts; attempt++ {
+		latest, err := client.Get(ctx, p.WF.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("re-reading workflow %s after a conflict: %w", p.key, err)
+		}
+		if latest.GetUID() != p.WF.UID {
+			c.log.Info("workflow was recreated during the pass; dropping the pass", "workflow", p.key)
+			return false, nil
+		}
+		if reason := regression(latest, p.WF); reason != "" {
+			c.metrics.persists.WithLabelValues(persistRefused).Inc()
+			c.log.Info("not re-applying a pass that would regress the workflow", "workflow", p.key, "reason", reason)
+			return false, nil
+		}
+		latestJSON, err := latest.MarshalJSON()
+		if err != nil {
+			return false, err
+		}
+		merged, err := jsonpatch.MergePatch(latestJSON, patch)
+		if err != nil {
+			return false, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(merged); err != nil {
+			return false, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
+		}
+		obj.SetResourceVersion(latest.GetResourceVersion())
+		updated, err := client.Update(ctx, obj, updateOptions)
+		if err == nil {
+			c.recordWrite(updated)
+			c.metrics.persists.WithLabelValues(persistReapplied).Inc()
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("updating workflow %s after re-apply: %w", p.key, err)
+		}
+	}
+	return false, fmt.Errorf("updating workflow %s: still conflicting after %d re-applies", p.key, reapplyAttempts)
+}
+
+// regression explains why applying ours onto latest would undo completed work, or returns "".
+func regression(latest *unstructured.Unstructured, ours *wfv1.Workflow) string {
+	var status struct {
+		Status wfv1.WorkflowStatus `json:"status"`
+	}
+	data, err := latest.MarshalJSON()
+	if err != nil || json.Unmarshal(data, &status) != nil {
+		return "the latest workflow cannot be decoded"
+	}
+	if status.Status.Phase.Completed() {
+		return fmt.Sprintf("the workflow is already %s", status.Status.Phase)
+	}
+	for id, theirs := range status.Status.Nodes {
+		mine, ok := ours.Status.Nodes[id]
+		if ok && theirs.Fulfilled() && mine.Phase != theirs.Phase {
+			return fmt.Sprintf("node %s is already %s", theirs.Name, theirs.Phase)
+		}
+	}
+	return ""
+}
+
+// recordWrite remembers the resourceVersion we wrote for the workflow's UID.
+func (c *Controller) recordWrite(u *unstructured.Unstructured) {
+	c.writtenMu.Lock()
+	c.written[u.GetUID()] = u.GetResourceVersion()
+	c.writtenMu.Unlock()
+}
+
+// isStale reports whether the cache copy is older than our last write of the same UID.
+func (c *Controller) isStale(u *unstructured.Unstructured) bool {
+	c.writtenMu.Lock()
+	last, ok := c.written[u.GetUID()]
+	c.writtenMu.Unlock()
+	if !ok {
+		return false
+	}
+	return compareResourceVersions(u.GetResourceVersion(), last) < 0
+}
+
+// compareResourceVersions orders etcd-backed resourceVersions (decimal revisions); unparsable ones compare
+// equal, so an unknown format never blocks reconciliation.
+func compareResourceVersions(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	switch {
+	case errA != nil || errB != nil || x == y:
+		return 0
+	case x < y:
+		return -1
+	}
+	return 1
+}
+
+// forgetWrites drops the stale-cache record of a deleted workflow, so the map stays bounded.
+func (c *Controller) forgetWrites(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if o, err := meta.Accessor(obj); err == nil {
+		c.writtenMu.Lock()
+		delete(c.written, o.GetUID())
+		c.writtenMu.Unlock()
+	}
+}

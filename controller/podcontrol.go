@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wfguard/wfguard/controller/podspec"
+)
+
+// podControl is the engine's pod I/O against the API server.
+type podControl struct {
+	kube    kubernetes.Interface
+	metrics *metrics
+}
+
+// CreatePod creates a pod. A pod of the same name that belongs to this workflow UID is success (a pass
+// that created it was not persisted); one of another UID is an error, never adopted.
+func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil {
+		pc.metrics.podsCreated.Inc()
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, getErr := pc.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if getErr != nil {
+		return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
+	}
+	want := pod.Labels[podspec.LabelWorkflowUID]
+	if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
+		return fmt.Errorf("pod %s/%s already exists for workflow UID %q, not %q; waiting for it to go", pod.Namespace, pod.Name, got, want)
+	}
+	return nil
+}
+
+// StopPod lowers activeDeadlineSeconds to 1, so the kubelet ends the pod (reason DeadlineExceeded).
+func (pc *podControl) StopPod(ctx context.Context, pod *corev1.Pod) error {
+	patch := []byte(`{"spec":{"activeDeadlineSeconds":1}}`)
+	_, err := pc.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		pc.metrics.podsStopped.Inc()
+	}
+	return err
+}

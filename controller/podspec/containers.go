@@ -1,0 +1,158 @@
+package podspec
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// executorLogOptions are argo's defaults (controller log level info, text
+// format, glog level 0); argoexec refuses to start without them.
+var executorLogOptions = []string{"--loglevel", "info", "--log-format", "text", "--gloglevel", "0"}
+
+// emissaryPath is where the init container copies the argoexec binary so that
+// user images, which do not contain it, can run it as their entrypoint.
+const emissaryPath = common.VarRunArgoPath + "/argoexec"
+
+// addContainers adds init, wait and main. The order is significant: kubelet
+// starts containers in list order and argo starts wait before main.
+func (b *builder) addContainers(pod *corev1.Pod) {
+	pod.Spec.InitContainers = []corev1.Container{b.executorContainer(common.InitContainerName, "init")}
+	pod.Spec.Containers = []corev1.Container{b.executorContainer(common.WaitContainerName, "wait"), b.mainContainer()}
+}
+
+func (b *builder) executorContainer(name, subcommand string) corev1.Container {
+	return corev1.Container{
+		Name:    name,
+		Image:   b.executorImage,
+		Command: append([]string{"argoexec", subcommand}, executorLogOptions...),
+		Env:     b.executorEnv(),
+	}
+}
+
+// mainContainer is the user's container. For scripts, init stages the source
+// at ExecutorScriptSourcePath and argo passes that path as the last argument,
+// so "python" + args becomes "python ... /argo/staging/script".
+func (b *builder) mainContainer() corev1.Container {
+	var ctr corev1.Container
+	if script := b.tmpl.Script; script != nil {
+		ctr = *script.Container.DeepCopy()
+		if script.Source != "" {
+			ctr.Args = append(ctr.Args, common.ExecutorScriptSourcePath)
+		}
+	} else {
+		ctr = *b.tmpl.Container.DeepCopy()
+	}
+	ctr.Name = common.MainContainerName
+	return ctr
+}
+
+// addUserInitContainers appends the template's initContainers after init, so
+// they run once argoexec is staged and inputs are in place.
+func (b *builder) addUserInitContainers(pod *corev1.Pod) {
+	main := findContainer(pod.Spec.Containers, common.MainContainerName)
+	for _, uc := range b.tmpl.InitContainers {
+		ctr := *uc.Container.DeepCopy()
+		if uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
+			ctr.VolumeMounts = append(ctr.VolumeMounts, main.VolumeMounts...)
+		}
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, ctr)
+	}
+}
+
+// addSidecars appends the template's sidecars after main. They are wrapped by
+// the emissary like main, which lets wait stop them once main exits.
+func (b *builder) addSidecars(pod *corev1.Pod) {
+	main := *findContainer(pod.Spec.Containers, common.MainContainerName)
+	for _, uc := range b.tmpl.Sidecars {
+		ctr := *uc.Container.DeepCopy()
+		if uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
+			ctr.VolumeMounts = append(ctr.VolumeMounts, main.VolumeMounts...)
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, ctr)
+	}
+}
+
+// addEnv adds the variables every container needs. Only init containers get
+// ARGO_TEMPLATE: init writes it to /var/run/argo/template for the others.
+func (b *builder) addEnv(pod *corev1.Pod, templateJSON string) {
+	shared := b.sharedEnv()
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		c.Env = append(c.Env, envVar(common.EnvVarContainerName, c.Name), envVar(common.EnvVarTemplate, templateJSON))
+		c.Env = append(c.Env, shared...)
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		c.Env = append(c.Env, envVar(common.EnvVarContainerName, c.Name))
+		c.Env = append(c.Env, shared...)
+	}
+}
+
+// finishContainers runs after podSpecPatch, as in argo, so a patch may supply
+// a command or image and still get wrapped and mounted correctly.
+func (b *builder) finishContainers(pod *corev1.Pod) error {
+	for i := range pod.Spec.InitContainers {
+		if err := b.requireImage(&pod.Spec.InitContainers[i]); err != nil {
+			return err
+		}
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if err := b.requireImage(c); err != nil {
+			return err
+		}
+		if c.Name != common.WaitContainerName {
+			if err := b.wrapInEmissary(c); err != nil {
+				return err
+			}
+		}
+		// argo gives every container running the executor image its own
+		// slice of tmp-dir-argo, keyed by the container's index.
+		if c.Image == b.executorImage {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTmpDirArgo, MountPath: "/tmp", SubPath: strconv.Itoa(i)})
+		}
+		c.VolumeMounts = append(c.VolumeMounts, varRunArgoMount())
+		if grace := pod.Spec.TerminationGracePeriodSeconds; grace != nil {
+			c.Env = append(c.Env, envVar(common.EnvVarTerminationGracePeriodSeconds, strconv.FormatInt(*grace, 10)))
+		}
+	}
+	return nil
+}
+
+func (b *builder) requireImage(c *corev1.Container) error {
+	if c.Image == "" {
+		return fmt.Errorf("template %s: %s has no image", b.tmpl.Name, describeContainer(c))
+	}
+	return nil
+}
+
+// wrapInEmissary makes argoexec the container's entrypoint. Argo looks up the
+// image's ENTRYPOINT when no command is given; that needs registry access
+// wfguard does not have, so the command is required.
+func (b *builder) wrapInEmissary(c *corev1.Container) error {
+	if len(c.Command) == 0 {
+		return fmt.Errorf("template %s: %s has no command; wfguard cannot look up image entrypoints", b.tmpl.Name, describeContainer(c))
+	}
+	prefix := append(append([]string{emissaryPath, "emissary"}, executorLogOptions...), "--")
+	c.Command = append(prefix, c.Command...)
+	return nil
+}
+
+func describeContainer(c *corev1.Container) string {
+	if c.Name == common.MainContainerName {
+		return "container"
+	}
+	return "container " + c.Name
+}
+
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}

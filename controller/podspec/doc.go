@@ -1,0 +1,2 @@
+// Package podspec builds workflow step pods exactly as argoexec v3.7 expects them.
+package podspec

@@ -1,0 +1,196 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	// LabelWorkflowUID lets wfguard match pods to a workflow by identity, so a
+	// deleted workflow's pods never attach to a new workflow of the same name.
+	LabelWorkflowUID = "wfguard.io/workflow-uid"
+	// AnnotationStatusFinalizerManaged marks pods whose status finalizer wfguard
+	// added itself ("true"), so it only ever releases finalizers it owns.
+	AnnotationStatusFinalizerManaged = "wfguard.io/status-finalizer"
+	// DefaultExecutorImage is the argoexec image whose pod contract this package
+	// implements.
+	DefaultExecutorImage = "quay.io/argoproj/argoexec:v3.7.9"
+	// TemplateOffloadLimit is the largest ARGO_TEMPLATE value (in bytes) argo
+	// passes inline; larger templates would have to go through a ConfigMap.
+	TemplateOffloadLimit = 131072
+)
+
+// Input is everything needed to build one step pod. Build only reads it: the
+// workflow usually comes from an informer cache and must not be mutated.
+type Input struct {
+	Workflow            *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
+	NodeName            string
+	NodeID              string
+	Template            *wfv1.Template // already resolved and substituted; container or script template
+	ExecutorImage       string         // "" = DefaultExecutorImage
+	InstanceID          string         // "" = none (then no instance-id label / env)
+	IncludeScriptOutput bool
+	Deadline            time.Time // zero = none; becomes ARGO_DEADLINE (zero time formats as 0001-01-01T00:00:00Z) and activeDeadlineSeconds relative to Now
+	Now                 time.Time // injected clock for activeDeadlineSeconds
+	StatusFinalizer     bool      // add workflows.argoproj.io/status finalizer + AnnotationStatusFinalizerManaged="true"
+	OnExit              bool      // label workflows.argoproj.io/on-exit=true
+	PodGCStrategy       string    // "" = none; else annotation workflows.argoproj.io/pod-gc-strategy "<strategy>/<delay>" provided verbatim
+}
+
+// Build returns the pod for one container or script node. Every error is a
+// problem with the input (or a feature wfguard does not support yet), so
+// retrying with the same input fails the same way.
+func Build(in Input) (*corev1.Pod, error) {
+	pod, err := build(in)
+	if err != nil && in.NodeName == "" {
+		return nil, fmt.Errorf("building pod: %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building pod for node %s: %w", in.NodeName, err)
+	}
+	return pod, nil
+}
+
+// build follows the order in which argo v3.7 assembles a pod, because that
+// order decides the order of volume mounts and env vars, and golden files
+// compare pods field by field.
+func build(in Input) (*corev1.Pod, error) {
+	if err := validateInput(in); err != nil {
+		return nil, err
+	}
+	b := newBuilder(in)
+
+	templateJSON, err := executorTemplateJSON(b.tmpl)
+	if err != nil {
+		return nil, err
+	}
+	deadlineSeconds, err := activeDeadlineSeconds(in, b.tmpl)
+	if err != nil {
+		return nil, err
+	}
+
+	pod := b.skeleton(deadlineSeconds)
+	b.addContainers(pod)
+	b.addScheduling(pod)
+	if err := b.addVolumeReferences(pod); err != nil {
+		return nil, err
+	}
+	if err := b.addInputArtifactVolumes(pod); err != nil {
+		return nil, err
+	}
+	if b.tmpl.Script != nil {
+		addScriptStagingVolume(pod)
+	}
+	b.addUserInitContainers(pod)
+	b.addSidecars(pod)
+	mirrorMainMountsIntoWait(pod)
+	mountVarRunArgoInInitContainers(pod)
+	b.addEnv(pod, templateJSON)
+
+	if err := b.applyPodSpecPatches(pod); err != nil {
+		return nil, err
+	}
+	if err := b.finishContainers(pod); err != nil {
+		return nil, err
+	}
+	return pod, nil
+}
+
+// validateInput rejects input that would panic later or produce a pod the
+// API server or argoexec cannot run.
+func validateInput(in Input) error {
+	if in.Workflow == nil {
+		return errors.New("workflow is nil")
+	}
+	if in.Template == nil {
+		return errors.New("template is nil")
+	}
+	if in.Workflow.Name == "" {
+		return errors.New("workflow has no name")
+	}
+	if in.Workflow.UID == "" {
+		return fmt.Errorf("workflow %s has no UID; the pod's owner reference needs one", in.Workflow.Name)
+	}
+	if in.NodeName == "" {
+		return errors.New("node name is empty")
+	}
+	if in.NodeID == "" {
+		return errors.New("node ID is empty; argoexec needs it in ARGO_NODE_ID")
+	}
+	if !in.Deadline.IsZero() && in.Now.IsZero() {
+		return errors.New("deadline is set but Now is zero; activeDeadlineSeconds cannot be computed")
+	}
+	if err := validateTemplateType(in.Template); err != nil {
+		return err
+	}
+	return validateExecutorServiceAccount(in.Workflow, in.Template)
+}
+
+func validateTemplateType(tmpl *wfv1.Template) error {
+	switch tmpl.GetType() {
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
+		return nil
+	case wfv1.TemplateTypeUnknown:
+		return fmt.Errorf("template %s has neither a container nor a script", tmpl.Name)
+	default:
+		return fmt.Errorf("template %s is a %s template; only container and script templates run in pods built here", tmpl.Name, tmpl.GetType())
+	}
+}
+
+// validateExecutorServiceAccount refuses executor service accounts: argo mounts
+// the account's token secret into the executor containers, which needs a
+// lookup of that secret this package cannot do. Argo itself refuses
+// automountServiceAccountToken=false without one, because the executor would
+// then have no credentials at all.
+func validateExecutorServiceAccount(wf *wfv1.Workflow, tmpl *wfv1.Template) error {
+	if executorServiceAccount(wf, tmpl) != "" {
+		return fmt.Errorf("template %s: executor.serviceAccountName is not supported yet", tmpl.Name)
+	}
+	if automount := automountServiceAccountToken(wf, tmpl); automount != nil && !*automount {
+		return fmt.Errorf("template %s: automountServiceAccountToken=false needs executor.serviceAccountName, which is not supported yet", tmpl.Name)
+	}
+	return nil
+}
+
+func executorServiceAccount(wf *wfv1.Workflow, tmpl *wfv1.Template) string {
+	if tmpl.Executor != nil && tmpl.Executor.ServiceAccountName != "" {
+		return tmpl.Executor.ServiceAccountName
+	}
+	if wf.Spec.Executor != nil {
+		return wf.Spec.Executor.ServiceAccountName
+	}
+	return ""
+}
+
+func automountServiceAccountToken(wf *wfv1.Workflow, tmpl *wfv1.Template) *bool {
+	if tmpl.AutomountServiceAccountToken != nil {
+		return tmpl.AutomountServiceAccountToken
+	}
+	return wf.Spec.AutomountServiceAccountToken
+}
+
+// builder holds private copies of the workflow spec and template, so the pod
+// never aliases slices or maps owned by the caller.
+type builder struct {
+	in            Input
+	wf            *wfv1.Workflow
+	tmpl          *wfv1.Template
+	executorImage string
+}
+
+func newBuilder(in Input) *builder {
+	image := in.ExecutorImage
+	if image == "" {
+		image = DefaultExecutorImage
+	}
+	return &builder{
+		in:            in,
+		wf:            in.Workflow.DeepCopy(),
+		tmpl:          in.Template.DeepCopy(),
+		executorImage: image,
+	}
+}
