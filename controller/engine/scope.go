@@ -8,20 +8,20 @@ import (
 
 	"github.com/Knetic/govaluate"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/argoproj/argo-workflows/v3/util/template"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 )
 
 // globalParams are the {{workflow.*}} variables.
 func globalParams(wf *wfv1.Workflow) common.Parameters {
 	g := common.Parameters{
-		"workflow.name":              wf.Name,
-		"workflow.namespace":         wf.Namespace,
-		"workflow.uid":               string(wf.UID),
-		"workflow.mainEntrypoint":    wf.Spec.Entrypoint,
+		"workflow.name":               wf.Name,
+		"workflow.namespace":          wf.Namespace,
+		"workflow.uid":                string(wf.UID),
+		"workflow.mainEntrypoint":     wf.Spec.Entrypoint,
 		"workflow.serviceAccountName": wf.Spec.ServiceAccountName,
-		"workflow.creationTimestamp": wf.CreationTimestamp.Format(time.RFC3339),
-		"workflow.status":            string(wf.Status.Phase),
+		"workflow.creationTimestamp":  wf.CreationTimestamp.Format(time.RFC3339),
+		"workflow.status":             string(wf.Status.Phase),
 	}
 	for _, p := range wf.Spec.Arguments.Parameters {
 		if p.Value != nil {
