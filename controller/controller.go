@@ -175,6 +175,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("shutting down: draining workers")
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
+	// ShutDownWithDrain leaves the delaying queue's timer loop running; ShutDown ends it.
+	c.queue.ShutDown()
 	c.log.Info("controller stopped")
 	return nil
 }

@@ -149,3 +149,21 @@ func CreateNamespace(ctx context.Context, config *rest.Config, prefix string) (s
 	}
 	return ns.Name, nil
 }
+
+// CreateNamedNamespace creates namespace name (if missing) with its default ServiceAccount.
+func CreateNamedNamespace(ctx context.Context, config *rest.Config, name string) error {
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	_, err = client.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default ServiceAccount in %s: %w", name, err)
+	}
+	return nil
+}

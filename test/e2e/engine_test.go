@@ -1,0 +1,353 @@
+package e2e_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+func str(s string) *string { return &s }
+
+func TestAScriptResultFeedsTheNextStep(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
+		"gen":     {Result: str("hello")},
+		"consume": {Parameters: map[string]string{"echoed": "got hello"}},
+	}}})
+	wf := e.submit(`
+metadata: {name: result-chain}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: gen
+        template: gen
+    - - name: consume
+        template: consume
+        arguments:
+          parameters: [{name: msg, value: "{{steps.gen.outputs.result}}"}]
+  - name: gen
+    script: {image: alpine, command: [sh], source: "echo hello"}
+  - name: consume
+    inputs: {parameters: [{name: msg}]}
+    container: {image: alpine, command: [echo], args: ["{{inputs.parameters.msg}}"]}
+    outputs: {parameters: [{name: echoed, valueFrom: {path: /tmp/out}}]}
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s, want Succeeded\n%s", done.Status.Phase, describe(done))
+	}
+	assertNodes(t, done, map[string]nodeSummary{
+		"result-chain":            {wfv1.NodeTypeSteps, wfv1.NodeSucceeded, ""},
+		"result-chain[0]":         {wfv1.NodeTypeStepGroup, wfv1.NodeSucceeded, ""},
+		"result-chain[0].gen":     {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"result-chain[1]":         {wfv1.NodeTypeStepGroup, wfv1.NodeSucceeded, ""},
+		"result-chain[1].consume": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+	})
+	gen := nodeByName(done, "result-chain[0].gen")
+	if gen.Outputs == nil || gen.Outputs.Result == nil || *gen.Outputs.Result != "hello" {
+		t.Errorf("gen outputs = %v, want result hello", gen.Outputs)
+	}
+	if args := mainArgs(e.podOf(done, "result-chain[1].consume")); !slices.Contains(args, "hello") {
+		t.Errorf("consume's main argv = %v, want the result hello substituted", args)
+	}
+	if got := outputParam(nodeByName(done, "result-chain[1].consume"), "echoed"); got != "got hello" {
+		t.Errorf("consume output echoed = %q", got)
+	}
+}
+
+func TestADAGDiamondPassesParameters(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	wf := e.submit(`
+metadata: {name: diamond}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: seed, value: "7"}]}
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: emit, arguments: {parameters: [{name: v, value: "{{workflow.parameters.seed}}"}]}}
+      - {name: b, template: emit, depends: a, arguments: {parameters: [{name: v, value: "{{tasks.a.outputs.parameters.out}}b"}]}}
+      - {name: c, template: emit, depends: "a.Succeeded", arguments: {parameters: [{name: v, value: "{{tasks.a.outputs.parameters.out}}c"}]}}
+      - {name: d, template: emit, depends: "b && c", arguments: {parameters: [{name: v, value: "{{tasks.b.outputs.parameters.out}}+{{tasks.c.outputs.parameters.out}}"}]}}
+  - name: emit
+    inputs: {parameters: [{name: v}]}
+    metadata:
+      annotations: {simnode.wfguard.io/parameters: '{"out": "{{inputs.parameters.v}}"}'}
+    container: {image: alpine, command: [echo], args: ["{{inputs.parameters.v}}"]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+	}
+	for task, want := range map[string]string{"a": "7", "b": "7b", "c": "7c", "d": "7b+7c"} {
+		if got := outputParam(nodeByName(done, "diamond."+task), "out"); got != want {
+			t.Errorf("task %s out = %q, want %q", task, got, want)
+		}
+	}
+	// d started only after both b and c were fulfilled (I2).
+	d := nodeByName(done, "diamond.d")
+	for _, dep := range []string{"diamond.b", "diamond.c"} {
+		if n := nodeByName(done, dep); n.FinishedAt.After(d.StartedAt.Time) {
+			t.Errorf("%s finished at %s, after d started at %s", dep, n.FinishedAt, d.StartedAt)
+		}
+		if !slices.Contains(nodeByName(done, dep).Children, d.ID) {
+			t.Errorf("%s does not list d as a child", dep)
+		}
+	}
+}
+
+func TestWhenSkipsABranchAndDependsReactsToFailure(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	wf := e.submit(`
+metadata: {name: branches}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: flip, template: flip}
+      - {name: heads, template: ok, depends: flip, when: "{{tasks.flip.outputs.result}} == heads"}
+      - {name: tails, template: ok, depends: flip, when: "{{tasks.flip.outputs.result}} == tails"}
+      - {name: boom, template: fail}
+      - {name: on-failure, template: ok, depends: boom.Failed}
+      - {name: on-success, template: ok, depends: boom}
+  - name: flip
+    metadata: {annotations: {simnode.wfguard.io/result: heads}}
+    script: {image: alpine, command: [sh], source: "echo heads"}
+  - name: ok
+    container: {image: alpine, command: ["true"]}
+  - name: fail
+    metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
+    container: {image: alpine, command: ["false"]}
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("a failure handled by depends should not fail the DAG: phase = %s\n%s", done.Status.Phase, describe(done))
+	}
+	assertNodes(t, done, map[string]nodeSummary{
+		"branches":            {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
+		"branches.flip":       {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"branches.heads":      {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"branches.tails":      {wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "when 'heads == tails' evaluated false"},
+		"branches.boom":       {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 3)"},
+		"branches.on-failure": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"branches.on-success": {wfv1.NodeTypeSkipped, wfv1.NodeOmitted, "omitted: depends condition not met"},
+	})
+}
+
+func TestAFailedStepFailsTheWorkflowWithArgosMessages(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	wf := e.submit(`
+metadata: {name: failing}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: ok, template: ok}
+      - {name: bad, template: bad}
+    - - {name: never, template: ok}
+  - name: ok
+    container: {image: alpine, command: ["true"]}
+  - name: bad
+    metadata: {annotations: {simnode.wfguard.io/exit-code: "1"}}
+    container: {image: alpine, command: ["false"]}
+`)
+	done := e.waitCompleted(wf.Name)
+	bad := nodeByName(done, "failing[0].bad")
+	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != "child '"+bad.ID+"' failed" {
+		t.Fatalf("workflow = %s %q, want Failed \"child '%s' failed\"\n%s", done.Status.Phase, done.Status.Message, bad.ID, describe(done))
+	}
+	assertNodes(t, done, map[string]nodeSummary{
+		"failing":        {wfv1.NodeTypeSteps, wfv1.NodeFailed, "child '" + bad.ID + "' failed"},
+		"failing[0]":     {wfv1.NodeTypeStepGroup, wfv1.NodeFailed, "child '" + bad.ID + "' failed"},
+		"failing[0].ok":  {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"failing[0].bad": {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 1)"},
+	})
+	if code := bad.Outputs; code == nil || code.ExitCode == nil || *code.ExitCode != "1" {
+		t.Errorf("bad exit code = %v, want 1", code)
+	}
+}
+
+func TestInvalidInputFailsTheWorkflowWithAClearMessageAndNoPods(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cases := []struct {
+		name, manifest, want string
+	}{
+		{"a missing template", `
+metadata: {name: missing-template}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: a, template: nope}]]`, "template name 'nope' undefined"},
+		{"an unknown template type", `
+metadata: {name: unknown-type}
+spec:
+  entrypoint: main
+  templates:
+  - name: main`, "template 'main' type is unknown"},
+		{"a cyclic DAG", `
+metadata: {name: cyclic}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: ok, dependencies: [b]}
+      - {name: b, template: ok, dependencies: [a]}
+  - name: ok
+    container: {image: alpine, command: ["true"]}`, "graph with cycle"},
+		{"an unresolved reference", `
+metadata: {name: unresolved}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: [echo, "{{workflow.parameters.nope}}"]}`, "failed to resolve {{workflow.parameters.nope}}"},
+		{"an oversized workflow", `
+metadata: {name: oversized}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"], args: ["` + strings.Repeat("x", 1100*1024) + `"]}`, "larger than the 1048576-byte limit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := e.withT(t)
+			wf := e.submit(tc.manifest)
+			done := e.waitCompleted(wf.Name)
+			if done.Status.Phase != wfv1.WorkflowFailed || !strings.HasPrefix(done.Status.Message, "invalid spec: ") ||
+				!strings.Contains(done.Status.Message, tc.want) {
+				t.Errorf("workflow = %s %q, want Failed with \"invalid spec: ...%s...\"", done.Status.Phase, done.Status.Message, tc.want)
+			}
+			if len(done.Status.Nodes) != 0 {
+				t.Errorf("an invalid workflow got nodes: %s", describe(done))
+			}
+		})
+	}
+	// The controller keeps serving: a valid workflow in the same namespace still runs.
+	ok := e.submit(`
+metadata: {name: still-served}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}`)
+	if done := e.waitCompleted(ok.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("a valid workflow after invalid ones ended %s\n%s", done.Status.Phase, describe(done))
+	}
+	pods, err := e.kube.CoreV1().Pods(e.ns).List(t.Context(), metaListAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Errorf("want exactly the valid workflow's pod, got %d pods", len(pods.Items))
+	}
+}
+
+func TestSuspendWithAndWithoutDuration(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	timed := e.submit(`
+metadata: {name: timed}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: pause, template: pause}], [{name: after, template: ok}]]
+  - name: pause
+    suspend: {duration: "2s"}
+  - name: ok
+    container: {image: alpine, command: ["true"]}`)
+	forever := e.submit(`
+metadata: {name: forever}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: pause, template: pause}], [{name: after, template: ok}]]
+  - name: pause
+    suspend: {}
+  - name: ok
+    container: {image: alpine, command: ["true"]}`)
+	done := e.waitCompleted(timed.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("timed suspend: %s\n%s", done.Status.Phase, describe(done))
+	}
+	pause := nodeByName(done, "timed[0].pause")
+	if pause.Type != wfv1.NodeTypeSuspend || pause.FinishedAt.Sub(pause.StartedAt.Time) < 2*time.Second {
+		t.Errorf("pause node %s lasted %s, want a Suspend node of at least 2s", pause.Type, pause.FinishedAt.Sub(pause.StartedAt.Time))
+	}
+	held := e.waitFor(forever.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "forever[0].pause")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+	if held.Status.Phase != wfv1.WorkflowRunning || nodeByName(held, "forever[1].after") != nil {
+		t.Errorf("an indefinite suspend must hold the workflow:\n%s", describe(held))
+	}
+}
+
+func TestTheWorkflowDeadlineFailsRunningSteps(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}}})
+	wf := e.submit(`
+metadata: {name: deadline}
+spec:
+  entrypoint: main
+  activeDeadlineSeconds: 2
+  templates:
+  - name: main
+    steps: [[{name: slow, template: slow}]]
+  - name: slow
+    container: {image: alpine, command: [sleep, "3600"]}`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowFailed {
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+	}
+	if n := nodeByName(done, "deadline[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != "Step exceeded its deadline" {
+		t.Errorf("slow = %s %q, want Failed \"Step exceeded its deadline\"", n.Phase, n.Message)
+	}
+}
+
+func TestLegacyShutdownStopsAndTerminates(t *testing.T) {
+	for _, strategy := range []wfv1.ShutdownStrategy{wfv1.ShutdownStrategyStop, wfv1.ShutdownStrategyTerminate} {
+		t.Run(string(strategy), func(t *testing.T) {
+			e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}}})
+			wf := e.submit(`
+metadata: {name: shutdown}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: slow, template: slow}], [{name: next, template: slow}]]
+  - name: slow
+    container: {image: alpine, command: [sleep, "3600"]}`)
+			e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := nodeByName(wf, "shutdown[0].slow")
+				return n != nil && n.Phase == wfv1.NodeRunning
+			})
+			e.patchSpec(wf.Name, `{"spec":{"shutdown":"`+string(strategy)+`"}}`)
+			done := e.waitCompleted(wf.Name)
+			want := "Stopped with strategy '" + string(strategy) + "'"
+			if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
+				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, want, describe(done))
+			}
+			if n := nodeByName(done, "shutdown[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != want {
+				t.Errorf("slow = %s %q, want Failed %q", n.Phase, n.Message, want)
+			}
+			if nodeByName(done, "shutdown[1].next") != nil {
+				t.Errorf("a step after shutdown started:\n%s", describe(done))
+			}
+		})
+	}
+}

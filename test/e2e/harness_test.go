@@ -1,0 +1,263 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+// env is one test's namespace with its own controller and simulated node.
+type env struct {
+	t    *testing.T
+	ns   string
+	kube kubernetes.Interface
+	argo versioned.Interface
+	ctrl *controller.Controller
+	node *simnode.Node
+}
+
+type envOptions struct {
+	script  simnode.Script
+	workers int
+	hooks   controller.Hooks
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config())}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e.ctrl, err = controller.New(cp.Config(), controller.Options{
+		Namespace: ns, Workers: max(o.workers, 4), StatusFinalizer: true,
+		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := e.ctrl.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	e.node, err = simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, Logf: func(string, ...any) {}})
+	if err != nil {
+		cancel()
+		wg.Wait()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.node.Stop()
+		cancel()
+		wg.Wait()
+	})
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// submit creates the workflow in manifest (YAML).
+func (e *env) submit(manifest string) *wfv1.Workflow {
+	e.t.Helper()
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		e.t.Fatalf("parsing workflow: %v", err)
+	}
+	created, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(e.t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating workflow: %v", err)
+	}
+	return created
+}
+
+// waitFor waits until cond holds for the workflow, failing with its last state.
+func (e *env) waitFor(name, what string, timeout time.Duration, cond func(*wfv1.Workflow) bool) *wfv1.Workflow {
+	e.t.Helper()
+	var last *wfv1.Workflow
+	err := wait.PollUntilContextTimeout(e.t.Context(), 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = wf
+		return cond(wf), nil
+	})
+	if err != nil {
+		e.t.Fatalf("workflow %s never %s: %v\n%s", name, what, err, describe(last))
+	}
+	return last
+}
+
+func (e *env) waitCompleted(name string) *wfv1.Workflow {
+	e.t.Helper()
+	return e.waitFor(name, "completed", 60*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+}
+
+func describe(wf *wfv1.Workflow) string {
+	if wf == nil {
+		return "<no workflow>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s message=%q\n", wf.Status.Phase, wf.Status.Message)
+	for _, n := range sortedNodes(wf) {
+		fmt.Fprintf(&b, "  %-30s %-10s %-10s synced=%v msg=%q outputs=%s\n", n.Name, n.Type, n.Phase, ptr(n.TaskResultSynced), n.Message, n.Outputs)
+	}
+	return b.String()
+}
+
+func ptr(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*b)
+}
+
+func sortedNodes(wf *wfv1.Workflow) []wfv1.NodeStatus {
+	var nodes []wfv1.NodeStatus
+	for _, n := range wf.Status.Nodes {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes
+}
+
+// nodeSummary is what a test asserts about one node.
+type nodeSummary struct {
+	Type    wfv1.NodeType
+	Phase   wfv1.NodePhase
+	Message string
+}
+
+func summarize(wf *wfv1.Workflow) map[string]nodeSummary {
+	out := map[string]nodeSummary{}
+	for _, n := range wf.Status.Nodes {
+		out[n.Name] = nodeSummary{n.Type, n.Phase, n.Message}
+	}
+	return out
+}
+
+func assertNodes(t *testing.T, wf *wfv1.Workflow, want map[string]nodeSummary) {
+	t.Helper()
+	got := summarize(wf)
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("node %s missing", name)
+			continue
+		}
+		if g != w {
+			t.Errorf("node %s = %+v, want %+v", name, g, w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("unexpected node %s: %+v", name, got[name])
+		}
+	}
+	if t.Failed() {
+		t.Log(describe(wf))
+	}
+}
+
+func nodeByName(wf *wfv1.Workflow, name string) *wfv1.NodeStatus {
+	for _, n := range wf.Status.Nodes {
+		if n.Name == name {
+			return &n
+		}
+	}
+	return nil
+}
+
+func outputParam(n *wfv1.NodeStatus, name string) string {
+	if n == nil || n.Outputs == nil {
+		return "<none>"
+	}
+	for _, p := range n.Outputs.Parameters {
+		if p.Name == name && p.Value != nil {
+			return p.Value.String()
+		}
+	}
+	return "<none>"
+}
+
+// podOf returns the pod of a node.
+func (e *env) podOf(wf *wfv1.Workflow, nodeName string) *corev1.Pod {
+	e.t.Helper()
+	n := nodeByName(wf, nodeName)
+	if n == nil {
+		e.t.Fatalf("no node %s", nodeName)
+	}
+	pods, err := e.kube.CoreV1().Pods(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Annotations["workflows.argoproj.io/node-id"] == n.ID {
+			return &pods.Items[i]
+		}
+	}
+	e.t.Fatalf("no pod for node %s", nodeName)
+	return nil
+}
+
+func mainArgs(pod *corev1.Pod) []string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "main" {
+			return append(append([]string{}, c.Command...), c.Args...)
+		}
+	}
+	return nil
+}
+
+var metaListAll = metav1.ListOptions{}
+
+// patchSpec merge-patches the workflow as a user or argo CLI would.
+func (e *env) patchSpec(name, patch string) {
+	e.t.Helper()
+	if _, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Patch(e.t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatalf("patching workflow %s: %v", name, err)
+	}
+}
+
+// withT is the same environment reporting to a subtest.
+func (e *env) withT(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
