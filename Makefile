@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools test lint vet fmt-check build
+.PHONY: all tools test lint vet fmt-check build demo up
 
 all: build
 
@@ -16,6 +16,16 @@ tools:
 ## test: unit + integration tests on a real control plane (builds the tools if missing or stale)
 test: tools
 	$(GO) test $(TEST_FLAGS) ./...
+
+## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
+demo: tools
+	$(GO) build -o bin/wfguard ./cmd/wfguard
+	bin/wfguard demo --examples examples
+
+## up: keep an embedded control plane + controller + simulated node running (Ctrl-C to stop)
+up: tools
+	$(GO) build -o bin/wfguard ./cmd/wfguard
+	bin/wfguard up
 
 ## lint: go vet + gofmt check
 lint: vet fmt-check

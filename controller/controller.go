@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -74,6 +75,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
+
+	ready atomic.Bool
 
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
@@ -161,6 +164,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.queue.ShutDown()
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}
+	c.ready.Store(true)
+	defer c.ready.Store(false)
 	c.log.Info("caches synced; starting workers", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
@@ -180,6 +185,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("controller stopped")
 	return nil
 }
+
+// Ready reports whether the controller is serving (caches synced, workers running).
+func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // processNext reconciles one key; the workqueue never hands a key to two workers at once.
 func (c *Controller) processNext(ctx context.Context) bool {

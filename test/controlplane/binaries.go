@@ -20,7 +20,11 @@ const (
 
 // ModuleRoot walks up from dir to the directory holding the product's go.mod.
 func ModuleRoot(dir string) (string, error) {
-	for d := dir; ; d = filepath.Dir(d) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("finding the wfguard module root above %s: %w", dir, err)
+	}
+	for d := abs; ; d = filepath.Dir(d) {
 		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
 		if err == nil && strings.HasPrefix(string(data), "module github.com/wfguard/wfguard\n") {
 			return d, nil

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/podspec"
+)
+
+type controllerFlags struct {
+	kubeconfig         string
+	namespaced         bool
+	managedNamespace   string
+	workers            int
+	qps                float64
+	burst              int
+	executorImage      string
+	instanceID         string
+	leaderElect        bool
+	leaderElectionNS   string
+	leaderElectionID   string
+	metricsPort        int
+	healthPort         int
+	podStatusFinalizer bool
+	logFormat          string
+	logLevel           string
+}
+
+func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, error) {
+	f := &controllerFlags{}
+	fs := flag.NewFlagSet("wfguard controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "path to a kubeconfig; empty uses the in-cluster config")
+	fs.BoolVar(&f.namespaced, "namespaced", false, "run namespace-scoped: watch only the controller's namespace (or --managed-namespace)")
+	fs.StringVar(&f.managedNamespace, "managed-namespace", "", "the namespace to watch with --namespaced (default: the controller's own, from $NAMESPACE)")
+	fs.IntVar(&f.workers, "workflow-workers", 32, "number of workflow reconcile workers")
+	fs.Float64Var(&f.qps, "qps", 20, "API client queries per second")
+	fs.IntVar(&f.burst, "burst", 30, "API client burst")
+	fs.StringVar(&f.executorImage, "executor-image", podspec.DefaultExecutorImage, "argoexec image for the init and wait containers")
+	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id>")
+	fs.BoolVar(&f.leaderElect, "leader-elect", os.Getenv("LEADER_ELECTION_DISABLE") != "true", "elect a leader with a Lease (LEADER_ELECTION_DISABLE=true turns it off)")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", envOr("NAMESPACE", "argo"), "namespace of the leader-election Lease")
+	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
+	fs.IntVar(&f.metricsPort, "metrics-port", 9090, "port serving /metrics (0 disables)")
+	fs.IntVar(&f.healthPort, "health-port", 6060, "port serving /healthz and /readyz (0 disables)")
+	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (pods that carry it are always released)")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if f.workers < 1 {
+		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
+	}
+	if f.logFormat != "json" && f.logFormat != "text" {
+		return nil, fmt.Errorf("--log-format must be json or text, got %q", f.logFormat)
+	}
+	if f.leaderElectionID == "" {
+		f.leaderElectionID = "workflow-controller"
+		if f.instanceID != "" {
+			f.leaderElectionID += "-" + f.instanceID
+		}
+	}
+	return f, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}
+
+func runController(args []string, stderr io.Writer) int {
+	f, err := parseControllerFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard controller: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(f.logFormat, f.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard controller: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serveController(ctx, f, log); err != nil {
+		log.Error("controller exited", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string, qps float64, burst int) (*rest.Config, error) {
+	var config *rest.Config
+	var err error
+	if kubeconfig != "" {
+		config, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		config, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client config (set --kubeconfig outside a cluster): %w", err)
+	}
+	config.QPS, config.Burst = float32(qps), burst
+	config.UserAgent = "wfguard-controller"
+	return config, nil
+}
+
+func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) error {
+	config, err := restConfig(f.kubeconfig, f.qps, f.burst)
+	if err != nil {
+		return err
+	}
+	namespace := ""
+	if f.namespaced {
+		namespace = f.managedNamespace
+		if namespace == "" {
+			namespace = os.Getenv("NAMESPACE")
+		}
+		if namespace == "" {
+			return fmt.Errorf("--namespaced needs --managed-namespace or $NAMESPACE")
+		}
+	}
+	argo, err := versioned.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("building the argo client: %w", err)
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctrl, err := controller.New(config, controller.Options{
+		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
+		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
+		Logger: log, Registry: registry,
+	})
+	if err != nil {
+		return err
+	}
+	servers, err := startServers(f, registry, ctrl, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownServers(servers, log)
+
+	if !f.leaderElect {
+		log.Info("leader election disabled; running")
+		return ctrl.Run(ctx)
+	}
+	return runWithLeaderElection(ctx, config, f, log, ctrl)
+}
+
+func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger, ctrl *controller.Controller) error {
+	identity := os.Getenv("LEADER_ELECTION_IDENTITY")
+	if identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("leader election needs $LEADER_ELECTION_IDENTITY or a hostname: %w", err)
+		}
+		identity = host
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("building the leader-election client: %w", err)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: f.leaderElectionID, Namespace: f.leaderElectionNS},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	var runErr error
+	leaderCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: f.leaderElectionID, ReleaseOnCancel: true,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 5 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("became leader", "identity", identity, "lease", f.leaderElectionNS+"/"+f.leaderElectionID)
+				runErr = ctrl.Run(ctx)
+				cancel()
+			},
+			OnStoppedLeading: func() { log.Info("stopped leading", "identity", identity) },
+			OnNewLeader: func(id string) {
+				if id != identity {
+					log.Info("another controller leads; standing by", "leader", id)
+				}
+			},
+		},
+	})
+	return runErr
+}
+
+func startServers(f *controllerFlags, registry *prometheus.Registry, ctrl *controller.Controller, log *slog.Logger) ([]*http.Server, error) {
+	var servers []*http.Server
+	serve := func(port int, mux *http.ServeMux) error {
+		if port == 0 {
+			return nil
+		}
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return fmt.Errorf("listening on port %d: %w", port, err)
+		}
+		s := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, s)
+		go func() {
+			if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server stopped", "port", port, "err", err)
+			}
+		}()
+		return nil
+	}
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ctrl.Ready() {
+			http.Error(w, "caches not synced (or not leading)", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	if f.metricsPort == f.healthPort && f.metricsPort != 0 {
+		metrics.Handle("/healthz", health)
+		metrics.Handle("/readyz", health)
+		return servers, serve(f.metricsPort, metrics)
+	}
+	if err := serve(f.metricsPort, metrics); err != nil {
+		return servers, err
+	}
+	return servers, serve(f.healthPort, health)
+}
+
+func shutdownServers(servers []*http.Server, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			log.Warn("shutting down http server", "err", err)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+// Command wfguard is the hardened Argo Workflows controller and its tools.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `wfguard — a hardened reconciliation core for Argo Workflows.
+
+Usage:
+  wfguard controller [flags]   run the workflow controller (replaces argo's workflow-controller)
+  wfguard demo [flags]         run examples/*.yaml on an embedded control plane and report
+  wfguard up [flags]           keep an embedded control plane + controller + simulated node running
+  wfguard help                 show this help
+
+Run 'wfguard <command> -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "controller":
+		return runController(args[1:], stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	case "up":
+		return runUp(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "wfguard: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
