@@ -60,7 +60,7 @@ func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructur
 		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(data); err != nil {
+	if err := json.Unmarshal(data, &u.Object); err != nil {
 		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
 	extData, err := json.Marshal(ext)

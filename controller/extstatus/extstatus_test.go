@@ -1,0 +1,99 @@
+package extstatus
+
+import (
+	"strings"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func TestExtensionsRoundTripBesideArgosStatus(t *testing.T) {
+	suspended := true
+	wf := &wfv1.Workflow{}
+	wf.Name, wf.Namespace = "wf", "ns"
+	wf.Status.Phase = wfv1.WorkflowRunning
+	ext := Extensions{Shutdown: wfv1.ShutdownStrategyStop, Suspended: &suspended,
+		AppliedActions: []AppliedAction{{UID: "u1", Name: "a1", Outcome: "Succeeded"}}}
+	u, err := ToUnstructured(wf, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "Running" {
+		t.Errorf("status.phase = %q, want argo's field kept", phase)
+	}
+	gotWF, gotExt, err := FromUnstructured(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotWF.Status.Phase != wfv1.WorkflowRunning || gotExt.Shutdown != wfv1.ShutdownStrategyStop ||
+		gotExt.Suspended == nil || !*gotExt.Suspended || len(gotExt.AppliedActions) != 1 || gotExt.AppliedActions[0].UID != "u1" {
+		t.Errorf("round trip = %+v %+v", gotWF.Status.Phase, gotExt)
+	}
+	empty, err := ToUnstructured(wf, Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range fieldNames {
+		if _, found, _ := unstructured.NestedFieldNoCopy(empty.Object, "status", k); found {
+			t.Errorf("an empty extension wrote status.%s", k)
+		}
+	}
+}
+
+func TestAMalformedWorkflowGivesAnErrorNamingIt(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+		"metadata": map[string]any{"name": "bad", "namespace": "ns"},
+		"spec":     map[string]any{"templates": "not-a-list"},
+	}}
+	if _, _, err := FromUnstructured(u); err == nil || !strings.Contains(err.Error(), "decoding workflow ns/bad") {
+		t.Errorf("err = %v, want a decode error naming ns/bad", err)
+	}
+}
+
+func crd(t *testing.T, statusSchema string) *unstructured.Unstructured {
+	t.Helper()
+	doc := `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: workflows.argoproj.io}
+spec:
+  versions:
+  - name: v1alpha1
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          status:
+` + statusSchema
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestTheCRDCheckRefusesSchemasThatWouldPrune(t *testing.T) {
+	cases := []struct {
+		name, status, wantErr string
+	}{
+		{"argo's minimal CRD preserves unknown fields", "            type: object\n            x-kubernetes-preserve-unknown-fields: true\n", ""},
+		{"a schema declaring the fields is accepted",
+			"            type: object\n            properties:\n              shutdown: {type: string}\n              suspended: {type: boolean}\n              appliedActions: {type: array}\n", ""},
+		{"argo's full CRD style prunes them",
+			"            type: object\n            properties:\n              phase: {type: string}\n", "would prune [status.shutdown status.suspended status.appliedActions]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckCRDPreserves(crd(t, tc.status))
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

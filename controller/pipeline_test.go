@@ -1,0 +1,301 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+type harness struct {
+	t        *testing.T
+	ns       string
+	argo     versioned.Interface
+	ctrl     *Controller
+	registry *prometheus.Registry
+}
+
+// start runs a controller and a simulated node in a fresh namespace until the test ends.
+func start(t *testing.T, workers int, hooks Hooks, script simnode.Script) *harness {
+	t.Helper()
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "ctrl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), registry: prometheus.NewRegistry()}
+	h.ctrl, err = New(cp.Config(), Options{Namespace: ns, Workers: workers, StatusFinalizer: true, Hooks: hooks,
+		Registry: h.registry, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := h.ctrl.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	node, err := simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns, Script: script})
+	if err != nil {
+		cancel()
+		wg.Wait()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		node.Stop()
+		cancel()
+		wg.Wait()
+	})
+	return h
+}
+
+func (h *harness) submit(manifest string) *wfv1.Workflow {
+	h.t.Helper()
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		h.t.Fatal(err)
+	}
+	created, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Create(h.t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return created
+}
+
+func (h *harness) waitCompleted(name string) *wfv1.Workflow {
+	h.t.Helper()
+	var last *wfv1.Workflow
+	err := wait.PollUntilContextTimeout(h.t.Context(), 25*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		wf, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = wf
+		return wf.Status.Phase.Completed(), nil
+	})
+	if err != nil {
+		h.t.Fatalf("workflow %s did not complete: %v (last phase %v)", name, err, last)
+	}
+	return last
+}
+
+const fanOut = `
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: ok}
+      - {name: b, template: ok}
+      - {name: c, template: ok}
+      - {name: d, template: ok, depends: "a && b && c"}
+  - name: ok
+    container: {image: alpine, command: ["true"]}
+`
+
+func TestTwoWorkersNeverReconcileTheSameKeyAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	overlaps, concurrent, maxConcurrent := 0, 0, 0
+	hooks := Hooks{
+		ReconcileStart: func(key string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if inFlight[key] {
+				overlaps++
+			}
+			inFlight[key] = true
+			concurrent++
+			maxConcurrent = max(maxConcurrent, concurrent)
+		},
+		ReconcileEnd: func(key string) {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(inFlight, key)
+			concurrent--
+		},
+	}
+	h := start(t, 16, hooks, simnode.Script{Default: simnode.Behavior{Jitter: 0.5, RunFor: 20 * time.Millisecond}, Func: nil})
+	const n = 20
+	for i := range n {
+		h.submit(fmt.Sprintf(fanOut, fmt.Sprintf("wf-%d", i)))
+	}
+	for i := range n {
+		if wf := h.waitCompleted(fmt.Sprintf("wf-%d", i)); wf.Status.Phase != wfv1.WorkflowSucceeded {
+			t.Errorf("wf-%d ended %s: %s", i, wf.Status.Phase, wf.Status.Message)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps != 0 {
+		t.Errorf("a key was reconciled by two workers at once %d times", overlaps)
+	}
+	if maxConcurrent < 2 {
+		t.Errorf("workers never ran concurrently (max %d), so the test proved nothing", maxConcurrent)
+	}
+}
+
+func TestAConflictOnPersistReappliesWithoutLosingAnyUpdate(t *testing.T) {
+	var once sync.Once
+	var h *harness
+	var conflictErr error
+	hooks := Hooks{BeforePersist: func(key string) {
+		// A user edits the workflow between our read and our write, once the workflow has nodes.
+		wf, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(context.Background(), strings.Split(key, "/")[1], metav1.GetOptions{})
+		if err != nil || len(wf.Status.Nodes) == 0 {
+			return
+		}
+		once.Do(func() {
+			_, conflictErr = h.argo.ArgoprojV1alpha1().Workflows(h.ns).Patch(context.Background(), wf.Name, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"edited-by":"user"}}}`), metav1.PatchOptions{})
+		})
+	}}
+	h = start(t, 4, hooks, simnode.Script{})
+	wf := h.submit(fmt.Sprintf(fanOut, "conflicted"))
+	done := h.waitCompleted(wf.Name)
+	if conflictErr != nil {
+		t.Fatal(conflictErr)
+	}
+	if done.Status.Phase != wfv1.WorkflowSucceeded || len(done.Status.Nodes) != 5 {
+		t.Errorf("workflow = %s with %d nodes, want Succeeded with 5", done.Status.Phase, len(done.Status.Nodes))
+	}
+	if done.Labels["edited-by"] != "user" {
+		t.Errorf("the user's concurrent edit was lost: labels %v", done.Labels)
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.persists.WithLabelValues(persistConflict)); got < 1 {
+		t.Errorf("persist conflicts = %v, want at least 1 (the test did not cause one)", got)
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.persists.WithLabelValues(persistReapplied)); got < 1 {
+		t.Errorf("re-applied persists = %v, want at least 1", got)
+	}
+}
+
+func TestAStaleCacheCopyIsSkippedQuietly(t *testing.T) {
+	h := start(t, 2, Hooks{}, simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}})
+	wf := h.submit(fmt.Sprintf(fanOut, "stale"))
+	key := h.ns + "/" + wf.Name
+	// Wait until the controller has written the workflow at least once.
+	var written *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		obj, ok, _ := h.ctrl.inf.workflows.GetIndexer().GetByKey(key)
+		if !ok {
+			return false, nil
+		}
+		u := obj.(*unstructured.Unstructured)
+		h.ctrl.writtenMu.Lock()
+		last := h.ctrl.written[u.GetUID()]
+		h.ctrl.writtenMu.Unlock()
+		if last != "" && last == u.GetResourceVersion() {
+			written = u
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the controller never wrote the workflow: %v", err)
+	}
+	// Put the submitted (older) copy into the cache, as a lagging watch would.
+	old, err := runtimeToUnstructured(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ctrl.inf.workflows.GetStore().Update(old); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(h.ctrl.metrics.staleSkips)
+	requeue, err := h.ctrl.reconcile(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requeue != staleRequeue {
+		t.Errorf("requeue = %s, want the quiet stale requeue %s", requeue, staleRequeue)
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.staleSkips) - before; got != 1 {
+		t.Errorf("stale skips grew by %v, want 1", got)
+	}
+	latest, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest.ResourceVersion != written.GetResourceVersion() {
+		t.Errorf("a pass on the stale copy wrote the workflow (rv %s → %s)", written.GetResourceVersion(), latest.ResourceVersion)
+	}
+}
+
+func TestExtensionStatusFieldsSurviveTheControllersWrites(t *testing.T) {
+	h := start(t, 2, Hooks{}, simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}})
+	wf := h.submit(fmt.Sprintf(fanOut, "extended"))
+	// Another writer (e.g. a future action) records an applied action; the controller keeps it.
+	patch := `{"status":{"appliedActions":[{"uid":"abc","name":"act","outcome":"Succeeded"}]}}`
+	if _, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Patch(t.Context(), wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := h.ctrl.dynamic.Resource(workflowsResource).Namespace(h.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		nodes, _, _ := unstructured.NestedMap(u.Object, "status", "nodes")
+		actions, _, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions")
+		// Done once the controller has written nodes after our patch, and the entry is still there.
+		return len(nodes) >= 4 && len(actions) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("status.appliedActions did not survive the controller's writes: %v", err)
+	}
+}
+
+func TestTheControllerRefusesAWorkflowCRDThatWouldPruneItsStatusFields(t *testing.T) {
+	if err := CheckWorkflowCRD(t.Context(), newDynamic(t)); err != nil {
+		t.Errorf("argo's minimal CRD preserves unknown status fields, but the check refused it: %v", err)
+	}
+}
+
+func runtimeToUnstructured(wf *wfv1.Workflow) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(wf)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(wfv1.SchemeGroupVersion.String())
+	u.SetKind("Workflow")
+	return u, nil
+}
+
+func newDynamic(t *testing.T) dynamic.Interface {
+	t.Helper()
+	d, err := dynamic.NewForConfig(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
