@@ -30,6 +30,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/podfinalizer"
 )
 
 // Options configure a Controller. Zero values give the defaults.
@@ -72,6 +73,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
+	releaser *podfinalizer.Releaser
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -126,6 +128,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
+	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Validate:        opts.Validate,

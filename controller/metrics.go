@@ -18,14 +18,15 @@ const (
 )
 
 type metrics struct {
-	reconciles        *prometheus.CounterVec
-	reconcileDuration prometheus.Histogram
-	persists          *prometheus.CounterVec
-	staleSkips        prometheus.Counter
-	foreignResults    prometheus.Counter
-	podsCreated       prometheus.Counter
-	podsStopped       prometheus.Counter
-	completed         *prometheus.CounterVec
+	reconciles         *prometheus.CounterVec
+	reconcileDuration  prometheus.Histogram
+	persists           *prometheus.CounterVec
+	staleSkips         prometheus.Counter
+	foreignResults     prometheus.Counter
+	podsCreated        prometheus.Counter
+	podsStopped        prometheus.Counter
+	completed          *prometheus.CounterVec
+	finalizersReleased prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,9 +47,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods stopped for shutdown or deadline."}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
+		finalizersReleased: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
+			Help: "Status finalizers removed from pods after their node's final state was persisted."}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips,
-		m.foreignResults, m.podsCreated, m.podsStopped, m.completed} {
+		m.foreignResults, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

@@ -23,16 +23,28 @@ var updateOptions = metav1.UpdateOptions{FieldManager: "wfguard-controller"}
 // reapplyAttempts bounds re-reads after conflicts within one pass; the queue retries beyond that.
 const reapplyAttempts = 5
 
+// persistOutcome says what became of a pass's status.
+type persistOutcome int
+
+const (
+	// unchanged: the pass changed nothing; the cache copy it read is what is stored.
+	unchanged persistOutcome = iota
+	// written: the pass's status is stored.
+	written
+	// dropped: the pass was not stored (it would regress completed work, or the workflow is gone).
+	dropped
+)
+
 // persist writes the pass with a single Update. On conflict it re-reads the workflow and re-applies the
 // pass's changes as a merge patch, refusing to regress a completed workflow or node.
-func (c *Controller) persist(ctx context.Context, p *pass) (bool, error) {
+func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, error) {
 	next, err := extstatus.ToUnstructured(p.WF, *p.Ext)
 	if err != nil {
-		return false, err
+		return dropped, err
 	}
 	next.SetResourceVersion(p.loaded.GetResourceVersion())
 	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) {
-		return false, nil
+		return unchanged, nil
 	}
 	if h := c.opts.Hooks.BeforePersist; h != nil {
 		h(p.key)
@@ -42,71 +54,71 @@ func (c *Controller) persist(ctx context.Context, p *pass) (bool, error) {
 	if err == nil {
 		c.recordWrite(updated)
 		c.metrics.persists.WithLabelValues(persistUpdated).Inc()
-		return true, nil
+		return written, nil
 	}
 	if !apierrors.IsConflict(err) {
-		return false, fmt.Errorf("updating workflow %s: %w", p.key, err)
+		return dropped, fmt.Errorf("updating workflow %s: %w", p.key, err)
 	}
 	c.metrics.persists.WithLabelValues(persistConflict).Inc()
 	return c.reapply(ctx, p, next)
 }
 
 // reapply re-reads the workflow and applies the diff between what the pass loaded and what it computed.
-func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Unstructured) (bool, error) {
+func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Unstructured) (persistOutcome, error) {
 	before, err := p.loaded.MarshalJSON()
 	if err != nil {
-		return false, err
+		return dropped, err
 	}
 	after, err := next.MarshalJSON()
 	if err != nil {
-		return false, err
+		return dropped, err
 	}
 	patch, err := jsonpatch.CreateMergePatch(before, after)
 	if err != nil {
-		return false, fmt.Errorf("diffing the pass of %s for re-apply: %w", p.key, err)
+		return dropped, fmt.Errorf("diffing the pass of %s for re-apply: %w", p.key, err)
 	}
 	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
 	for attempt := 1; attempt <= reapplyAttempts; attempt++ {
 		latest, err := client.Get(ctx, p.WF.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return dropped, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("re-reading workflow %s after a conflict: %w", p.key, err)
+			return dropped, fmt.Errorf("re-reading workflow %s after a conflict: %w", p.key, err)
 		}
 		if latest.GetUID() != p.WF.UID {
 			c.log.Info("workflow was recreated during the pass; dropping the pass", "workflow", p.key)
-			return false, nil
+			return dropped, nil
 		}
 		if reason := regression(latest, p.WF); reason != "" {
 			c.metrics.persists.WithLabelValues(persistRefused).Inc()
 			c.log.Info("not re-applying a pass that would regress the workflow", "workflow", p.key, "reason", reason)
-			return false, nil
+			return dropped, nil
 		}
 		latestJSON, err := latest.MarshalJSON()
 		if err != nil {
-			return false, err
+			return dropped, err
 		}
 		merged, err := jsonpatch.MergePatch(latestJSON, patch)
 		if err != nil {
-			return false, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
+			return dropped, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(merged); err != nil {
-			return false, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
+			return dropped, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
 		}
 		obj.SetResourceVersion(latest.GetResourceVersion())
 		updated, err := client.Update(ctx, obj, updateOptions)
 		if err == nil {
 			c.recordWrite(updated)
 			c.metrics.persists.WithLabelValues(persistReapplied).Inc()
-			return true, nil
+			return written, nil
 		}
 		if !apierrors.IsConflict(err) {
-			return false, fmt.Errorf("updating workflow %s after re-apply: %w", p.key, err)
+			return dropped, fmt.Errorf("updating workflow %s after re-apply: %w", p.key, err)
 		}
 	}
-	return false, fmt.Errorf("updating workflow %s: still conflicting after %d re-applies", p.key, reapplyAttempts)
+	return dropped, fmt.Errorf("updating workflow %s: still conflicting after %d re-applies", p.key, reapplyAttempts)
 }
 
 // regression explains why applying ours onto latest would undo completed work, or returns "".

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -42,12 +44,33 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 		return 0, err
 	}
-	written, err := c.persist(ctx, p)
+	outcome, err := c.persist(ctx, p)
 	if err != nil {
 		return 0, err
 	}
-	c.afterPersist(p, written)
+	if outcome == dropped {
+		// Our view lost to a newer one; the next pass starts from it.
+		return staleRequeue, nil
+	}
+	c.afterPersist(p, outcome == written)
+	// Intent first: a finalizer goes only once the write recording its node's final state succeeded.
+	if err := c.releaseFinalizers(ctx, p.WF, p.Pods); err != nil {
+		return 0, err
+	}
 	return p.RequeueAfter(), nil
+}
+
+// releaseFinalizers removes the status finalizer from pods whose final state is persisted in wf.
+func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
+	var errs []error
+	for _, pod := range podfinalizer.Releasable(wf, pods) {
+		if err := c.releaser.Release(ctx, pod); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.metrics.finalizersReleased.Inc()
+	}
+	return errors.Join(errs...)
 }
 
 // load reads the workflow from the cache. It returns nil (nothing to do) for a deleted or completed
@@ -66,12 +89,16 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 		c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
 		return nil, staleRequeue, nil
 	}
-	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-		return nil, 0, nil
-	}
 	wf, ext, err := extstatus.FromUnstructured(u)
 	if err != nil {
+		if u.GetLabels()[common.LabelKeyCompleted] == "true" {
+			return nil, 0, nil
+		}
 		return nil, 0, c.failUndecodable(ctx, u, err)
+	}
+	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
+		// A completed workflow is never written again; only finalizers a failed release left behind remain.
+		return nil, 0, c.releaseFinalizers(ctx, wf, c.podsOf(wf))
 	}
 	loaded, err := extstatus.ToUnstructured(wf, ext)
 	if err != nil {
@@ -110,8 +137,8 @@ func (c *Controller) execute(ctx context.Context, p *pass) error {
 }
 
 // afterPersist publishes what the persisted pass did: Events and metrics.
-func (c *Controller) afterPersist(p *pass, written bool) {
-	if !written {
+func (c *Controller) afterPersist(p *pass, wrote bool) {
+	if !wrote {
 		return
 	}
 	for _, e := range p.Events {
