@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+const runMainEnv = "WFGUARD_TEST_RUN_MAIN"
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(runMainEnv); args != "" {
+		// Child mode: this test binary is the wfguard binary.
+		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+func TestHelpAndBadFlagsAreClear(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"help lists the commands", []string{"help"}, 0, "wfguard controller [flags]"},
+		{"no command shows usage", nil, 2, "Usage:"},
+		{"an unknown command is named", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"a bad log format is named", []string{"controller", "--log-format=xml"}, 2, `--log-format must be json or text, got "xml"`},
+		{"zero workers are refused", []string{"controller", "--workflow-workers=0"}, 2, "--workflow-workers must be at least 1"},
+		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(tc.args, &out, &out); code != tc.wantCode {
+				t.Errorf("exit code = %d, want %d; output:\n%s", code, tc.wantCode, out.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("output lacks %q:\n%s", tc.wantOut, out.String())
+			}
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// controllerProcess is `wfguard controller` running as a child process.
+type controllerProcess struct {
+	cmd         *exec.Cmd
+	out         *bytes.Buffer
+	healthPort  int
+	metricsPort int
+	done        chan error
+}
+
+func startController(t *testing.T, identity, namespace string) *controllerProcess {
+	t.Helper()
+	metrics, health := freePort(t), freePort(t)
+	args := fmt.Sprintf("controller --kubeconfig=%s --namespaced --managed-namespace=%s --leader-election-namespace=%s "+
+		"--metrics-port=%d --health-port=%d --log-format=json", cp.Kubeconfig, namespace, namespace, metrics, health)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), runMainEnv+"="+args, "LEADER_ELECTION_IDENTITY="+identity)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &controllerProcess{cmd: cmd, out: out, healthPort: health, metricsPort: metrics, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *controllerProcess) get(path string) (int, string) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.healthPort) + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("never %s: %v", what, err)
+	}
+}
+
+func TestTheBinaryLeadsServesAndDrainsOnSIGTERM(t *testing.T) {
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+	first := startController(t, "first", ns)
+	waitUntil(t, "the first controller became ready", 60*time.Second, func() bool { code, _ := first.get("/readyz"); return code == 200 })
+	second := startController(t, "second", ns)
+	waitUntil(t, "the second controller served /healthz", 60*time.Second, func() bool { code, _ := second.get("/healthz"); return code == 200 })
+	if code, _ := second.get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("the standby controller's /readyz = %d, want 503 while the other leads", code)
+	}
+
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	wf, err := argo.ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), &wfv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "via-binary"},
+		Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main",
+			Container: containerSpec()}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the workflow succeeded", 60*time.Second, func() bool {
+		got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == wfv1.WorkflowSucceeded
+	})
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(first.metricsPort) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`wfguard_reconcile_total{result="success"}`, "wfguard_pods_created_total 1", "go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// SIGTERM: the leader drains, releases the Lease and exits 0; the standby takes over.
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first.done:
+		first.done <- err
+		if err != nil {
+			t.Errorf("the controller exited with %v after SIGTERM; output:\n%s", err, first.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the controller did not exit within 30s of SIGTERM; output:\n%s", first.out.String())
+	}
+	for _, want := range []string{`"msg":"shutting down: draining workers"`, `"msg":"controller stopped"`} {
+		if !strings.Contains(first.out.String(), want) {
+			t.Errorf("the leader's log lacks %s", want)
+		}
+	}
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	waitUntil(t, "the standby took over the Lease", 60*time.Second, func() bool {
+		lease, err := kube.CoordinationV1().Leases(ns).Get(t.Context(), "workflow-controller", metav1.GetOptions{})
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == "second"
+	})
+	waitUntil(t, "the new leader became ready", 60*time.Second, func() bool { code, _ := second.get("/readyz"); return code == 200 })
+}
+
+func containerSpec() *corev1.Container {
+	return &corev1.Container{Image: "busybox", Command: []string{"true"}}
+}
