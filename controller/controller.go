@@ -78,7 +78,8 @@ type Controller struct {
 	events   record.EventBroadcaster
 	metrics  *metrics
 
-	ready atomic.Bool
+	ready   atomic.Bool
+	started atomic.Bool
 
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
@@ -154,6 +155,7 @@ func CheckWorkflowCRD(ctx context.Context, client dynamic.Interface) error {
 
 // Run serves until ctx ends, then drains: in-flight reconciles finish and their writes complete.
 func (c *Controller) Run(ctx context.Context) error {
+	c.started.Store(true)
 	if err := CheckWorkflowCRD(ctx, c.dynamic); err != nil {
 		return err
 	}
@@ -188,6 +190,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("controller stopped")
 	return nil
 }
+
+// Started reports whether Run was called.
+func (c *Controller) Started() bool { return c.started.Load() }
 
 // Ready reports whether the controller is serving (caches synced, workers running).
 func (c *Controller) Ready() bool { return c.ready.Load() }

@@ -39,9 +39,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	c.assessNodes(p)
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
-		if _, perr := c.persist(ctx, p); perr != nil {
+		outcome, perr := c.persist(ctx, p)
+		if perr != nil {
 			return 0, fmt.Errorf("%w (and persisting the partial pass: %v)", err, perr)
 		}
+		c.afterPersist(p, outcome == written)
 		return 0, err
 	}
 	outcome, err := c.persist(ctx, p)

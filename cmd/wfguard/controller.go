@@ -66,7 +66,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
 	fs.IntVar(&f.metricsPort, "metrics-port", 9090, "port serving /metrics (0 disables)")
 	fs.IntVar(&f.healthPort, "health-port", 6060, "port serving /healthz and /readyz (0 disables)")
-	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (pods that carry it are always released)")
+	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (released once the pod's node state is persisted, whatever this flag says)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +98,9 @@ func envOr(key, def string) string {
 }
 
 func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	if format != "json" && format != "text" {
+		return nil, fmt.Errorf("--log-format must be json or text, got %q", format)
+	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -154,6 +157,9 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return err
 	}
 	namespace := ""
+	if f.managedNamespace != "" && !f.namespaced {
+		log.Warn("--managed-namespace has no effect without --namespaced", "managedNamespace", f.managedNamespace)
+	}
 	if f.namespaced {
 		namespace = f.managedNamespace
 		if namespace == "" {
@@ -208,7 +214,9 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 		Client:     kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
-	var runErr error
+	// client-go starts OnStartedLeading in a goroutine and returns once the Lease is released, so the
+	// controller's own end (drained workers, final writes) is awaited through ran.
+	ran := make(chan error, 1)
 	leaderCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
@@ -217,7 +225,7 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", identity, "lease", f.leaderElectionNS+"/"+f.leaderElectionID)
-				runErr = ctrl.Run(ctx)
+				ran <- ctrl.Run(ctx)
 				cancel()
 			},
 			OnStoppedLeading: func() { log.Info("stopped leading", "identity", identity) },
@@ -228,7 +236,15 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 			},
 		},
 	})
-	return runErr
+	select {
+	case err := <-ran:
+		return err
+	default:
+	}
+	if !ctrl.Started() {
+		return nil // never led
+	}
+	return <-ran
 }
 
 func startServers(f *controllerFlags, registry *prometheus.Registry, ctrl *controller.Controller, log *slog.Logger) ([]*http.Server, error) {

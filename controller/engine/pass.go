@@ -153,7 +153,5 @@ const (
 	ReasonWorkflowError      = "WorkflowError"
 	ReasonWorkflowInvalid    = "WorkflowInvalidSpec"
 	ReasonWorkflowSuspended  = "WorkflowSuspended"
-	ReasonWorkflowTimedOut   = "WorkflowTimedOut"
-	ReasonWorkflowShutdown   = "WorkflowShutdown"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
 )
