@@ -135,7 +135,7 @@ func regression(latest *unstructured.Unstructured, ours *wfv1.Workflow) string {
 	}
 	for id, theirs := range status.Status.Nodes {
 		mine, ok := ours.Status.Nodes[id]
-		if ok && theirs.Fulfilled() && mine.Phase != theirs.Phase {
+		if ok && (theirs.Fulfilled() || theirs.Phase.Completed()) && mine.Phase != theirs.Phase {
 			return fmt.Sprintf("node %s is already %s", theirs.Name, theirs.Phase)
 		}
 	}

@@ -132,8 +132,9 @@ func (c *Controller) assessNodes(p *pass) { engine.AssessNodes(&p.Pass) }
 
 // execute validates a new workflow and runs its templates.
 func (c *Controller) execute(ctx context.Context, p *pass) error {
-	if !c.engine.Start(&p.Pass) {
-		return nil
+	started, err := c.engine.Start(&p.Pass)
+	if err != nil || !started {
+		return err
 	}
 	return c.engine.Execute(ctx, &p.Pass)
 }
@@ -159,7 +160,7 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 // failUndecodable fails a workflow whose object argo's types cannot read, keeping the object otherwise intact.
 func (c *Controller) failUndecodable(ctx context.Context, u *unstructured.Unstructured, decodeErr error) error {
 	u = u.DeepCopy()
-	msg := fmt.Sprintf("cannot unmarshal spec: %v", decodeErr)
+	msg := fmt.Sprintf("cannot unmarshall spec: %v", decodeErr) // argo's wording
 	_ = unstructured.SetNestedField(u.Object, string(wfv1.WorkflowFailed), "status", "phase")
 	_ = unstructured.SetNestedField(u.Object, msg, "status", "message")
 	labels := u.GetLabels()

@@ -53,3 +53,12 @@ func (pc *podControl) StopPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	return err
 }
+
+// DeletePod deletes a pod (with its UID as precondition); a pod already gone is success.
+func (pc *podControl) DeletePod(ctx context.Context, pod *corev1.Pod) error {
+	err := pc.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

@@ -81,6 +81,12 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		return
 	case corev1.PodFailed:
 		phase, msg := inferFailedReason(pod)
+		if phase == wfv1.NodeSucceeded && !synced {
+			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
+			n.Phase = wfv1.NodeRunning
+			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, latestFinish(pod).UTC().Format(time.RFC3339))
+			break
+		}
 		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
 			msg = n.Message // we stopped it: keep why
 		}

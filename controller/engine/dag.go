@@ -3,32 +3,41 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 )
 
 // executeDAG starts every task whose dependencies are all fulfilled and whose depends expression holds;
-// tasks whose expression is false are Omitted. The DAG fails when a task failed and nothing handles it
-// (continueOn, or a depends on its .Failed/.Errored/.Completed).
+// tasks whose expression is false are Omitted. Once every task is fulfilled, the DAG's phase follows argo:
+// each leaf task's branch phase (an omitted task inherits its parents'), with continueOn honoured.
 func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus, tmpl *wfv1.Template) (*wfv1.NodeStatus, error) {
 	tmplJSON, _ := json.Marshal(tmpl)
 	globals := globalParams(p.WF)
+	tasks := map[string]*wfv1.DAGTask{}
+	for i := range tmpl.DAG.Tasks {
+		tasks[tmpl.DAG.Tasks[i].Name] = &tmpl.DAG.Tasks[i]
+	}
 	taskNode := func(task string) *wfv1.NodeStatus { return p.node(node.Name + "." + task) }
 	exprs := map[string]dependsExpr{}
-	for i := range tmpl.DAG.Tasks {
-		t := &tmpl.DAG.Tasks[i]
+	for _, t := range tasks {
 		expr, err := dependsOf(t)
 		if err != nil {
 			return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task %s: %v", t.Name, err)), nil
 		}
 		exprs[t.Name] = expr
 	}
-	phaseOf := func(task string) wfv1.NodePhase {
+	state := func(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
+		var phase wfv1.NodePhase
 		if n := taskNode(task); n != nil {
-			return n.Phase
+			phase = n.Phase
 		}
-		return ""
+		if t := tasks[task]; t != nil {
+			return phase, t.ContinueOn
+		}
+		return phase, nil
 	}
 	// Tasks that become fulfilled within this pass (skipped, omitted, errored) unblock others at once.
 	for progressed := true; progressed; {
@@ -70,7 +79,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 					}
 				}
 			}
-			if existing == nil && expr != nil && !expr.eval(phaseOf) {
+			if existing == nil && expr != nil && !expr.eval(state) {
 				omitted := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeOmitted, "omitted: depends condition not met")
 				link(omitted.ID)
 				p.Events = append(p.Events, nodeEvent(omitted))
@@ -78,23 +87,19 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				continue
 			}
 			resolved, err := resolveJSON(&t, globals, sc)
-			if err == nil && resolved.Template == "" {
-				err = fmt.Errorf("only local templates are supported (templateRef and inline templates are not yet)")
-			}
 			var proceed bool
 			if err == nil {
 				proceed, err = evalWhen(resolved.When)
 			}
 			if err != nil {
-				msg := fmt.Sprintf("task %s: %v", t.Name, err)
 				if existing == nil {
-					bad := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeError, msg)
+					bad := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeError, err.Error())
 					link(bad.ID)
 					p.Events = append(p.Events, nodeEvent(bad))
 				} else {
-					p.markPhase(existing, wfv1.NodeError, msg)
+					p.markPhase(existing, wfv1.NodeError, err.Error())
 				}
-				progressed = true
+				progressed = fulfilled(p.node(name))
 				continue
 			}
 			if existing == nil && !proceed {
@@ -107,7 +112,11 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 			}
 			child, err := e.executeTemplate(ctx, p, name, t.Name, resolved.Template, resolved.Arguments, node.ID, string(tmplJSON), false)
 			if err != nil {
-				return nil, fmt.Errorf("task %s: %w", name, err)
+				var api *apiError
+				if errors.As(err, &api) {
+					return nil, err
+				}
+				return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err)), nil
 			}
 			if child == nil {
 				continue
@@ -121,7 +130,8 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	return e.assessDAG(p, node.Name, tmpl, exprs, globals)
 }
 
-// assessDAG completes the DAG node once every task is fulfilled.
+// assessDAG completes the DAG node once every task is fulfilled, from the branch phases of its target tasks
+// (dag.target, else the leaves: tasks nothing depends on).
 func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs map[string]dependsExpr, globals map[string]string) (*wfv1.NodeStatus, error) {
 	node := p.node(dagName)
 	sc := scope{}.withInputs(tmpl)
@@ -132,20 +142,15 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 		}
 		sc.addNode("tasks."+t.Name, n)
 	}
-	for _, t := range tmpl.DAG.Tasks {
-		n := p.node(dagName + "." + t.Name)
-		if !n.FailedOrError() || t.ContinuesOn(n.Phase) {
-			continue
-		}
-		handled := false
-		for _, other := range tmpl.DAG.Tasks {
-			if expr := exprs[other.Name]; expr != nil && handlesFailure(expr, t.Name) {
-				handled = true
-			}
-		}
-		if !handled {
-			return p.markPhase(node, wfv1.NodeFailed, fmt.Sprintf("child '%s' failed", n.ID)), nil
-		}
+	if shutdown(p).Enabled() {
+		return p.markPhase(node, wfv1.NodeFailed, ""), nil
+	}
+	phase := e.dagPhase(p, node, tmpl, exprs)
+	if phase == wfv1.NodeRunning {
+		return node, nil
+	}
+	if phase != wfv1.NodeSucceeded {
+		return p.markPhase(node, phase, ""), nil // argo gives a failed DAG no message of its own
 	}
 	outputs, err := templateOutputs(tmpl, sc, globals)
 	if err != nil {
@@ -153,4 +158,97 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 	}
 	node.Outputs = outputs
 	return p.markPhase(node, wfv1.NodeSucceeded, ""), nil
+}
+
+// dagPhase walks the DAG from its roots, carrying each branch's last completed phase down to omitted and
+// skipped descendants, and decides from the target tasks' branch phases (failures win; continueOn excuses).
+func (e *Engine) dagPhase(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template, exprs map[string]dependsExpr) wfv1.NodePhase {
+	targets := targetTasks(tmpl, exprs)
+	targetPhase := map[string]wfv1.NodePhase{}
+	taskOf := map[string]*wfv1.DAGTask{}
+	for i := range tmpl.DAG.Tasks {
+		t := &tmpl.DAG.Tasks[i]
+		taskOf[p.WF.NodeID(dagNode.Name+"."+t.Name)] = t
+	}
+	for _, t := range targets {
+		targetPhase[p.WF.NodeID(dagNode.Name+"."+t)] = ""
+	}
+	type visit struct {
+		id    string
+		phase wfv1.NodePhase
+	}
+	seen := map[visit]bool{}
+	queue := []visit{}
+	for _, c := range dagNode.Children {
+		queue = append(queue, visit{c, wfv1.NodeSucceeded})
+	}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		n := p.nodeByID(cur.id)
+		if n == nil || !fulfilled(n) {
+			return wfv1.NodeRunning
+		}
+		branch := cur.phase
+		if n.Phase.Completed() {
+			branch = n.Phase
+		}
+		if prev, isTarget := targetPhase[n.ID]; isTarget && !prev.FailedOrError() {
+			targetPhase[n.ID] = branch
+		}
+		if _, isTask := taskOf[n.ID]; !isTask {
+			continue // a task's own subtree (steps, DAG) is summarized by its phase
+		}
+		for _, c := range n.Children {
+			if _, childIsTask := taskOf[c]; childIsTask {
+				queue = append(queue, visit{c, branch})
+			}
+		}
+	}
+	failFast := tmpl.DAG.FailFast == nil || *tmpl.DAG.FailFast
+	result := wfv1.NodeSucceeded
+	for _, t := range targets {
+		id := p.WF.NodeID(dagNode.Name + "." + t)
+		branch := targetPhase[id]
+		switch {
+		case branch == "":
+			result = wfv1.NodeRunning
+			if !failFast {
+				return result
+			}
+		case branch.FailedOrError():
+			if task := taskOf[id]; task != nil && task.ContinuesOn(branch) {
+				continue
+			}
+			result = branch
+			if failFast {
+				return result
+			}
+		}
+	}
+	return result
+}
+
+// targetTasks is dag.target, else every task no other task depends on.
+func targetTasks(tmpl *wfv1.Template, exprs map[string]dependsExpr) []string {
+	if tmpl.DAG.Target != "" {
+		return strings.Fields(tmpl.DAG.Target)
+	}
+	dependedOn := map[string]bool{}
+	for _, expr := range exprs {
+		if expr != nil {
+			expr.tasks(func(dep, _ string) { dependedOn[dep] = true })
+		}
+	}
+	var out []string
+	for _, t := range tmpl.DAG.Tasks {
+		if !dependedOn[t.Name] {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }

@@ -10,7 +10,7 @@ import (
 
 // dependsExpr is a parsed DAG `depends` expression: task results joined by && || ! and parentheses.
 type dependsExpr interface {
-	eval(phase func(task string) wfv1.NodePhase) bool
+	eval(state taskState) bool
 	tasks(add func(task, result string))
 }
 
@@ -21,19 +21,23 @@ type notExpr struct{ e dependsExpr }
 // taskResult is `task` or `task.Result`.
 type taskResult struct{ task, result string }
 
-func (e andExpr) eval(p func(string) wfv1.NodePhase) bool { return e.l.eval(p) && e.r.eval(p) }
-func (e orExpr) eval(p func(string) wfv1.NodePhase) bool  { return e.l.eval(p) || e.r.eval(p) }
-func (e notExpr) eval(p func(string) wfv1.NodePhase) bool { return !e.e.eval(p) }
-func (e andExpr) tasks(add func(string, string))          { e.l.tasks(add); e.r.tasks(add) }
-func (e orExpr) tasks(add func(string, string))           { e.l.tasks(add); e.r.tasks(add) }
-func (e notExpr) tasks(add func(string, string))          { e.e.tasks(add) }
-func (t taskResult) tasks(add func(string, string))       { add(t.task, t.result) }
+// taskState gives a task's node phase and its continueOn (which widens what a bare dependency accepts).
+type taskState func(task string) (wfv1.NodePhase, *wfv1.ContinueOn)
 
-func (t taskResult) eval(phase func(string) wfv1.NodePhase) bool {
-	p := phase(t.task)
+func (e andExpr) eval(s taskState) bool             { return e.l.eval(s) && e.r.eval(s) }
+func (e orExpr) eval(s taskState) bool              { return e.l.eval(s) || e.r.eval(s) }
+func (e notExpr) eval(s taskState) bool             { return !e.e.eval(s) }
+func (e andExpr) tasks(add func(string, string))    { e.l.tasks(add); e.r.tasks(add) }
+func (e orExpr) tasks(add func(string, string))     { e.l.tasks(add); e.r.tasks(add) }
+func (e notExpr) tasks(add func(string, string))    { e.e.tasks(add) }
+func (t taskResult) tasks(add func(string, string)) { add(t.task, t.result) }
+
+func (t taskResult) eval(state taskState) bool {
+	p, continueOn := state(t.task)
 	switch t.result {
-	case "": // a bare task name means it did not fail
-		return p == wfv1.NodeSucceeded || p == wfv1.NodeSkipped
+	case "": // a bare task name means it did not fail, or failed in a way its continueOn accepts
+		return p == wfv1.NodeSucceeded || p == wfv1.NodeSkipped ||
+			(continueOn != nil && (p == wfv1.NodeFailed && continueOn.Failed || p == wfv1.NodeError && continueOn.Error))
 	case "Succeeded":
 		return p == wfv1.NodeSucceeded
 	case "Failed":
@@ -51,17 +55,6 @@ func (t taskResult) eval(phase func(string) wfv1.NodePhase) bool {
 }
 
 var taskResults = map[string]bool{"Succeeded": true, "Failed": true, "Errored": true, "Skipped": true, "Omitted": true, "Completed": true}
-
-// handlesFailure reports whether the expression reacts to task failing (so its failure does not fail the DAG).
-func handlesFailure(e dependsExpr, task string) bool {
-	handled := false
-	e.tasks(func(t, r string) {
-		if t == task && (r == "Failed" || r == "Errored" || r == "Completed") {
-			handled = true
-		}
-	})
-	return handled
-}
 
 // dependsOf returns the expression of a task: `depends`, else its `dependencies` joined by &&, else nil.
 func dependsOf(t *wfv1.DAGTask) (dependsExpr, error) {

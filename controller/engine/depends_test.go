@@ -10,7 +10,12 @@ import (
 func TestDependsExpressionsEvaluateLikeArgo(t *testing.T) {
 	phases := map[string]wfv1.NodePhase{"A": wfv1.NodeSucceeded, "B": wfv1.NodeFailed, "C": wfv1.NodeError,
 		"D": wfv1.NodeSkipped, "E": wfv1.NodeOmitted}
-	phase := func(task string) wfv1.NodePhase { return phases[task] }
+	phase := func(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
+		if task == "F" {
+			return wfv1.NodeFailed, &wfv1.ContinueOn{Failed: true}
+		}
+		return phases[task], nil
+	}
 	cases := []struct {
 		expr string
 		want bool
@@ -30,6 +35,8 @@ func TestDependsExpressionsEvaluateLikeArgo(t *testing.T) {
 		{"!B.Succeeded", true},
 		{"(A || B) && !(C.Errored && D.Skipped)", false},
 		{"A&&(B.Failed||C)", true},
+		{"F", true},
+		{"F.Succeeded", false},
 	}
 	for _, tc := range cases {
 		e, err := parseDepends(tc.expr)
@@ -55,18 +62,6 @@ func TestMalformedDependsIsAnErrorNamingTheProblem(t *testing.T) {
 	for expr, want := range cases {
 		if _, err := parseDepends(expr); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want it to mention %q", expr, err, want)
-		}
-	}
-}
-
-func TestAFailureIsHandledOnlyByDependsOnItsFailure(t *testing.T) {
-	for expr, want := range map[string]bool{"A.Failed": true, "A.Errored || B": true, "A.Completed": true, "A": false, "A.Succeeded": false, "B.Failed": false} {
-		e, err := parseDepends(expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := handlesFailure(e, "A"); got != want {
-			t.Errorf("does %q handle A's failure? got %v, want %v", expr, got, want)
 		}
 	}
 }

@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	argoerrs "github.com/argoproj/argo-workflows/v3/util/errors"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,6 +22,8 @@ type PodControl interface {
 	CreatePod(ctx context.Context, pod *corev1.Pod) error
 	// StopPod makes the kubelet end a pod (activeDeadlineSeconds), for shutdown and deadlines.
 	StopPod(ctx context.Context, pod *corev1.Pod) error
+	// DeletePod deletes a pod no kubelet runs yet.
+	DeletePod(ctx context.Context, pod *corev1.Pod) error
 }
 
 // Engine runs argo templates over a workflow's status.
@@ -58,15 +62,19 @@ func deadline(wf *wfv1.Workflow) time.Time {
 }
 
 // Start validates a new workflow and marks it Running; it returns false when the workflow was rejected.
-func (e *Engine) Start(p *Pass) bool {
+// A transient API error during validation (e.g. reading a WorkflowTemplate) is returned for a retry.
+func (e *Engine) Start(p *Pass) (bool, error) {
 	wf := p.WF
 	if wf.Status.Phase != wfv1.WorkflowUnknown {
-		return true
+		return true, nil
 	}
 	if err := e.validate(wf); err != nil {
+		if argoerrs.IsTransientErr(err) {
+			return false, fmt.Errorf("validating workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
 		e.completeWorkflow(p, wfv1.WorkflowFailed, "invalid spec: "+err.Error())
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: "invalid spec: " + err.Error()})
-		return false
+		return false, nil
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.StartedAt = p.now()
@@ -77,7 +85,7 @@ func (e *Engine) Start(p *Pass) bool {
 	}
 	wf.Annotations[common.AnnotationKeyPodNameVersion] = "v2"
 	p.Events = append(p.Events, Event{Reason: ReasonWorkflowRunning, Message: "Workflow Running"})
-	return true
+	return true, nil
 }
 
 func (e *Engine) validate(wf *wfv1.Workflow) error {
@@ -85,6 +93,9 @@ func (e *Engine) validate(wf *wfv1.Workflow) error {
 		return fmt.Errorf("encoding the workflow: %w", err)
 	} else if len(data) > MaxWorkflowSize {
 		return fmt.Errorf("workflow is %d bytes, larger than the %d-byte limit", len(data), MaxWorkflowSize)
+	}
+	if err := unsupported(wf); err != nil {
+		return err
 	}
 	if e.Validate == nil {
 		return nil
@@ -105,8 +116,11 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	if !suspended(p) || shutdown(p).Enabled() {
 		entry := &wfv1.WorkflowStep{Template: wf.Spec.Entrypoint}
 		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, entry.Template, wf.Spec.Arguments, "", "", false); err != nil {
-			// An engine error on the entrypoint itself (e.g. it cannot be resolved) ends the workflow.
-			e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
+			var api *apiError
+			if errors.As(err, &api) {
+				return err // transient: the pass is persisted and retried with backoff
+			}
+			e.completeWorkflow(p, wfv1.WorkflowError, "error in entry template execution: "+err.Error())
 			return nil
 		}
 	}
@@ -145,10 +159,8 @@ func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message str
 	switch phase {
 	case wfv1.WorkflowSucceeded:
 		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSucceeded, Message: "Workflow completed"})
-	case wfv1.WorkflowFailed:
+	default: // argo reports Failed and Error workflows with the same reason
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowFailed, Message: message})
-	default:
-		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowError, Message: message})
 	}
 }
 
@@ -185,9 +197,19 @@ func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error 
 			if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
 			}
+			if pod.Spec.NodeName == "" {
+				// No kubelet will ever enforce a deadline on an unscheduled pod: delete it and fail the node.
+				if err := e.Pods.DeletePod(ctx, pod); err != nil {
+					return &apiError{fmt.Errorf("deleting unscheduled pod %s of node %s: %w", pod.Name, n.Name, err)}
+				}
+				synced := true
+				n.TaskResultSynced = &synced
+				p.markPhase(n, wfv1.NodeFailed, message)
+				continue
+			}
 			if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds > 1 {
 				if err := e.Pods.StopPod(ctx, pod); err != nil {
-					return fmt.Errorf("stopping pod %s of node %s: %w", pod.Name, n.Name, err)
+					return &apiError{fmt.Errorf("stopping pod %s of node %s: %w", pod.Name, n.Name, err)}
 				}
 			}
 			// Argo keeps the node's message on the stop reason while the kubelet ends the pod.
@@ -207,6 +229,21 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 	if n := p.node(nodeName); n != nil && fulfilled(n) {
 		return n, nil
 	}
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > MaxTemplateDepth {
+		msg := fmt.Sprintf("Maximum recursion depth exceeded (%d nested templates)", MaxTemplateDepth)
+		if n := p.node(nodeName); n != nil {
+			return p.markPhase(n, wfv1.NodeError, msg), nil
+		}
+		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
+		p.Events = append(p.Events, nodeEvent(n))
+		return n, nil
+	}
+	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
+		// A pod node's template ran when the node was created; only its pod's state matters now.
+		return n, nil
+	}
 	tmpl := p.WF.GetTemplateByName(tmplName)
 	if tmpl == nil {
 		return nil, fmt.Errorf("template %q not found", tmplName)
@@ -216,7 +253,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 	if err != nil {
 		n := p.node(nodeName)
 		if n == nil {
-			n = p.newNode(nodeName, displayName, nodeTypeOf(tmpl), tmplName, boundaryID, wfv1.NodeError, err.Error())
+			n = p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, err.Error())
 			p.Events = append(p.Events, nodeEvent(n))
 			return n, nil
 		}
@@ -307,10 +344,27 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	if err := e.Pods.CreatePod(ctx, pod); err != nil {
-		return nil, fmt.Errorf("creating pod %s for node %s: %w", pod.Name, nodeName, err)
+		if argoerrs.IsTransientErr(err) {
+			// Forget the node so the next pass builds and creates the pod again.
+			delete(p.WF.Status.Nodes, n.ID)
+			return nil, &apiError{fmt.Errorf("creating pod %s for node %s: %w", pod.Name, nodeName, err)}
+		}
+		// Rejected for good (admission, quota, invalid spec): the pod will never run nor report.
+		synced = true
+		n.TaskResultSynced = &synced
+		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	return n, nil
 }
+
+// apiError is a transient API failure: the pass is retried rather than failing the workflow.
+type apiError struct{ err error }
+
+func (e *apiError) Error() string { return e.err.Error() }
+func (e *apiError) Unwrap() error { return e.err }
+
+// MaxTemplateDepth bounds template nesting, so a template that calls itself cannot exhaust the stack.
+const MaxTemplateDepth = 100
 
 // readsResult reports whether the parent template references this step's or task's outputs.result,
 // in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT).

@@ -21,6 +21,8 @@ type Pass struct {
 
 	// Events are node and workflow transitions, recorded after the pass is persisted.
 	Events []Event
+	// depth is the template nesting of the current executeTemplate call (recursion guard).
+	depth int
 	// requeueAt is the earliest time a timer (suspend duration, deadline) needs another pass.
 	requeueAt time.Time
 }
@@ -132,13 +134,22 @@ func nodeEvent(n *wfv1.NodeStatus) Event {
 	switch n.Phase {
 	case wfv1.NodeSucceeded:
 		return Event{Reason: ReasonNodeSucceeded, Message: "Succeeded node " + n.Name}
-	case wfv1.NodeSkipped, wfv1.NodeOmitted:
-		return Event{Reason: ReasonNodeSkipped, Message: string(n.Phase) + " node " + n.Name + ": " + n.Message}
+	case wfv1.NodeSkipped:
+		return Event{Reason: ReasonNodeSkipped, Message: withMessage("Skipped node "+n.Name, n.Message)}
+	case wfv1.NodeOmitted:
+		return Event{Reason: ReasonNodeOmitted, Message: withMessage("Omitted node "+n.Name, n.Message)}
 	case wfv1.NodeFailed:
-		return Event{Warning: true, Reason: ReasonNodeFailed, Message: "Failed node " + n.Name + ": " + n.Message}
+		return Event{Warning: true, Reason: ReasonNodeFailed, Message: withMessage("Failed node "+n.Name, n.Message)}
 	default:
-		return Event{Warning: true, Reason: ReasonNodeError, Message: "Error node " + n.Name + ": " + n.Message}
+		return Event{Warning: true, Reason: ReasonNodeError, Message: withMessage("Error node "+n.Name, n.Message)}
 	}
+}
+
+func withMessage(s, msg string) string {
+	if msg == "" {
+		return s
+	}
+	return s + ": " + msg
 }
 
 // Event reasons, one per outcome (argo's WorkflowNode* and Workflow* reasons).
@@ -147,10 +158,10 @@ const (
 	ReasonNodeFailed         = "WorkflowNodeFailed"
 	ReasonNodeError          = "WorkflowNodeError"
 	ReasonNodeSkipped        = "WorkflowNodeSkipped"
+	ReasonNodeOmitted        = "WorkflowNodeOmitted"
 	ReasonWorkflowRunning    = "WorkflowRunning"
 	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
 	ReasonWorkflowFailed     = "WorkflowFailed"
-	ReasonWorkflowError      = "WorkflowError"
 	ReasonWorkflowInvalid    = "WorkflowInvalidSpec"
 	ReasonWorkflowSuspended  = "WorkflowSuspended"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"

@@ -28,6 +28,15 @@ func globalParams(wf *wfv1.Workflow) common.Parameters {
 			g["workflow.parameters."+p.Name] = p.Value.String()
 		}
 	}
+	for k, v := range wf.Labels {
+		g["workflow.labels."+k] = v
+	}
+	for k, v := range wf.Annotations {
+		g["workflow.annotations."+k] = v
+	}
+	if wf.Spec.Priority != nil {
+		g["workflow.priority"] = fmt.Sprint(*wf.Spec.Priority)
+	}
 	if data, err := json.Marshal(wf.Spec.Arguments.Parameters); err == nil {
 		g["workflow.parameters"] = string(data)
 	}
@@ -75,8 +84,8 @@ func (s scope) withInputs(tmpl *wfv1.Template) scope {
 	return out
 }
 
-// resolveJSON substitutes {{...}} in v (a step or task) with globals and the scope; an unresolved
-// reference is an error naming it.
+// resolveJSON substitutes {{...}} in v (a step or task) with globals and the scope. Like argo, unresolved
+// references stay as they are (validation has already rejected the ones that can never resolve).
 func resolveJSON[T any](v *T, params ...map[string]string) (*T, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -88,7 +97,7 @@ func resolveJSON[T any](v *T, params ...map[string]string) (*T, error) {
 			merged[k] = val
 		}
 	}
-	replaced, err := template.Replace(string(data), merged, false)
+	replaced, err := template.Replace(string(data), merged, true)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +108,10 @@ func resolveJSON[T any](v *T, params ...map[string]string) (*T, error) {
 	return out, nil
 }
 
-// evalWhen evaluates a substituted `when` as argo does: bare words compare as strings.
+// evalWhen evaluates a substituted `when` as argo does: bare words compare as strings. Error messages
+// keep argo's capitalization, since users match on them.
+//
+//nolint:staticcheck // ST1005: argo's messages start with a capital
 func evalWhen(when string) (bool, error) {
 	if when == "" {
 		return true, nil
@@ -107,9 +119,9 @@ func evalWhen(when string) (bool, error) {
 	expr, err := govaluate.NewEvaluableExpression(when)
 	if err != nil {
 		if strings.Contains(err.Error(), "Invalid token") {
-			return false, fmt.Errorf("invalid 'when' expression '%s': %v (hint: try wrapping the affected expression in quotes (\"))", when, err)
+			return false, fmt.Errorf("Invalid 'when' expression '%s': %v (hint: try wrapping the affected expression in quotes (\"))", when, err)
 		}
-		return false, fmt.Errorf("invalid 'when' expression '%s': %v", when, err)
+		return false, fmt.Errorf("Invalid 'when' expression '%s': %v", when, err)
 	}
 	tokens := expr.Tokens()
 	for i, tok := range tokens {
@@ -120,15 +132,15 @@ func evalWhen(when string) (bool, error) {
 	}
 	expr, err = govaluate.NewEvaluableExpressionFromTokens(tokens)
 	if err != nil {
-		return false, fmt.Errorf("failed to parse 'when' expression '%s': %v", when, err)
+		return false, fmt.Errorf("Failed to parse 'when' expression '%s': %v", when, err)
 	}
 	result, err := expr.Evaluate(nil)
 	if err != nil {
-		return false, fmt.Errorf("failed to evaluate 'when' expression '%s': %v", when, err)
+		return false, fmt.Errorf("Failed to evaluate 'when' expresion '%s': %v", when, err) // argo's spelling
 	}
 	b, ok := result.(bool)
 	if !ok {
-		return false, fmt.Errorf("expected boolean evaluation for '%s', got %v", when, result)
+		return false, fmt.Errorf("Expected boolean evaluation for '%s'. Got %v", when, result)
 	}
 	return b, nil
 }

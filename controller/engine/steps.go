@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -73,19 +74,25 @@ func (e *Engine) linkStepGroup(p *Pass, stepsNode, sg *wfv1.NodeStatus, i int) {
 // executeStepGroup starts the parallel steps of one group and decides the group once all are fulfilled.
 func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep,
 	sc scope, globals common.Parameters, boundaryID, tmplJSON string) error {
+	// Resolve the whole group before starting any of it, so a bad reference never leaves a sibling running
+	// under a group that already failed.
+	resolvedSteps := make([]*wfv1.WorkflowStep, len(steps))
+	for i := range steps {
+		r, err := resolveJSON(&steps[i], globals, sc)
+		if err != nil {
+			p.markPhase(p.node(sg.Name), wfv1.NodeError, err.Error())
+			return nil
+		}
+		resolvedSteps[i] = r
+	}
 	allFulfilled := true
-	for _, step := range steps {
+	for i, step := range steps {
 		childName := sg.Name + "." + step.Name
 		child := p.node(childName)
 		if fulfilled(child) {
 			continue
 		}
-		resolved, err := resolveJSON(&step, globals, sc)
-		if err != nil {
-			msg := fmt.Sprintf("unable to resolve references of step %s: %v", step.Name, err)
-			e.failStep(p, sg, childName, step, boundaryID, msg)
-			return nil
-		}
+		resolved := resolvedSteps[i]
 		if child == nil {
 			proceed, err := evalWhen(resolved.When)
 			if err != nil {
@@ -105,9 +112,14 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 				fmt.Sprintf("step %s: only local templates are supported (templateRef and inline templates are not yet)", step.Name))
 			return nil
 		}
-		child, err = e.executeTemplate(ctx, p, childName, step.Name, resolved.Template, resolved.Arguments, boundaryID, tmplJSON, false)
+		child, err := e.executeTemplate(ctx, p, childName, step.Name, resolved.Template, resolved.Arguments, boundaryID, tmplJSON, false)
 		if err != nil {
-			return fmt.Errorf("step %s: %w", childName, err)
+			var api *apiError
+			if errors.As(err, &api) {
+				return err
+			}
+			p.markPhase(p.node(sg.Name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", childName, err))
+			return nil
 		}
 		if child == nil {
 			allFulfilled = false

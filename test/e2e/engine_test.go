@@ -119,7 +119,7 @@ spec:
       - {name: tails, template: ok, depends: flip, when: "{{tasks.flip.outputs.result}} == tails"}
       - {name: boom, template: fail}
       - {name: on-failure, template: ok, depends: boom.Failed}
-      - {name: on-success, template: ok, depends: boom}
+      - {name: report, template: ok, depends: "boom.Succeeded || boom.Failed"}
   - name: flip
     metadata: {annotations: {simnode.wfguard.io/result: heads}}
     script: {image: alpine, command: [sh], source: "echo heads"}
@@ -131,7 +131,7 @@ spec:
 `)
 	done := e.waitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("a failure handled by depends should not fail the DAG: phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("failures handled by depends and continueOn should not fail the DAG: phase = %s\n%s", done.Status.Phase, describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"branches":            {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
@@ -140,7 +140,69 @@ spec:
 		"branches.tails":      {wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "when 'heads == tails' evaluated false"},
 		"branches.boom":       {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 3)"},
 		"branches.on-failure": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
-		"branches.on-success": {wfv1.NodeTypeSkipped, wfv1.NodeOmitted, "omitted: depends condition not met"},
+		"branches.report":     {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+	})
+}
+
+func TestContinueOnLetsADependentRunAndKeepsTheDAGGreen(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	wf := e.submit(`
+metadata: {name: continue-on}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: flaky, template: fail, continueOn: {failed: true}}
+      - {name: after, template: ok, dependencies: [flaky]}
+      - {name: leaf-flaky, template: fail, continueOn: {failed: true}}
+  - name: ok
+    container: {image: alpine, command: ["true"]}
+  - name: fail
+    metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
+    container: {image: alpine, command: ["false"]}
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+	}
+	assertNodes(t, done, map[string]nodeSummary{
+		"continue-on":            {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
+		"continue-on.flaky":      {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 3)"},
+		"continue-on.after":      {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"continue-on.leaf-flaky": {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 3)"},
+	})
+}
+
+func TestAnOmittedLeafInheritsItsBranchsFailure(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	wf := e.submit(`
+metadata: {name: inherit}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: boom, template: fail}
+      - {name: on-failure, template: ok, depends: boom.Failed}
+      - {name: deploy, template: ok, depends: boom}
+  - name: ok
+    container: {image: alpine, command: ["true"]}
+  - name: fail
+    metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
+    container: {image: alpine, command: ["false"]}
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowFailed {
+		t.Fatalf("phase = %s, want Failed (argo: the omitted leaf deploy inherits boom's failure)\n%s", done.Status.Phase, describe(done))
+	}
+	assertNodes(t, done, map[string]nodeSummary{
+		"inherit":            {wfv1.NodeTypeDAG, wfv1.NodeFailed, ""},
+		"inherit.boom":       {wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 3)"},
+		"inherit.on-failure": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
+		"inherit.deploy":     {wfv1.NodeTypeSkipped, wfv1.NodeOmitted, "omitted: depends condition not met"},
 	})
 }
 
@@ -215,6 +277,15 @@ spec:
   templates:
   - name: main
     container: {image: alpine, command: [echo, "{{workflow.parameters.nope}}"]}`, "failed to resolve {{workflow.parameters.nope}}"},
+		{"a feature wfguard does not run yet", `
+metadata: {name: loops}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: a, template: ok, withItems: [1, 2]}]]
+  - name: ok
+    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template main step a: withItems"},
 		{"an oversized workflow", `
 metadata: {name: oversized}
 spec:
@@ -349,5 +420,39 @@ spec:
 				t.Errorf("a step after shutdown started:\n%s", describe(done))
 			}
 		})
+	}
+}
+
+func TestUnboundedRecursionErrorsInsteadOfCrashingTheController(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(`
+metadata: {name: recurse}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: again, template: main}]]
+`)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowFailed {
+		t.Fatalf("phase = %s: %s", done.Status.Phase, done.Status.Message)
+	}
+	found := false
+	for _, n := range done.Status.Nodes {
+		found = found || strings.HasPrefix(n.Message, "Maximum recursion depth exceeded")
+	}
+	if !found {
+		t.Errorf("no node says the recursion limit was hit")
+	}
+	// The controller survived and still serves.
+	ok := e.submit(`
+metadata: {name: after-recursion}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}`)
+	if got := e.waitCompleted(ok.Name); got.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("a workflow after the recursive one ended %s", got.Status.Phase)
 	}
 }
