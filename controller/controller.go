@@ -81,6 +81,10 @@ type Controller struct {
 	ready   atomic.Bool
 	started atomic.Bool
 
+	// released holds pods whose finalizer we removed, with the resourceVersion they had then.
+	releasedMu sync.Mutex
+	released   map[types.UID]string
+
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
 	written   map[types.UID]string
@@ -102,7 +106,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}}
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)

@@ -128,10 +128,14 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		AddFunc: func(obj any) { c.enqueueOwner(obj) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+				c.observeReleased(obj)
 				c.enqueueOwner(obj)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: func(obj any) {
+			c.forgetReleased(obj)
+			c.enqueueOwner(obj)
+		},
 	}
 	for name, inf := range map[string]cache.SharedIndexInformer{"pods": s.pods, "workflowtaskresults": s.results} {
 		if _, err := inf.AddEventHandler(owned); err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
@@ -66,13 +68,48 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
 	var errs []error
 	for _, pod := range podfinalizer.Releasable(wf, pods) {
-		if err := c.releaser.Release(ctx, pod); err != nil {
+		if c.releasePending(pod) {
+			continue // released already; the cache has not caught up
+		}
+		rv, err := c.releaser.Release(ctx, pod)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		if rv == "" {
+			continue // someone else removed it, or the pod is gone
+		}
+		c.releasedMu.Lock()
+		c.released[pod.UID] = rv
+		c.releasedMu.Unlock()
 		c.metrics.finalizersReleased.Inc()
 	}
 	return errors.Join(errs...)
+}
+
+// releasePending reports whether the cached pod predates our release of its finalizer: an expectation,
+// so a lagging pod cache does not cost a conflicting PATCH and a GET per pass.
+func (c *Controller) releasePending(pod *corev1.Pod) bool {
+	c.releasedMu.Lock()
+	defer c.releasedMu.Unlock()
+	rv, ok := c.released[pod.UID]
+	return ok && compareResourceVersions(pod.ResourceVersion, rv) < 0
+}
+
+// observeReleased drops the expectation once the cache shows the pod without our finalizer, or gone.
+func (c *Controller) observeReleased(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.releasedMu.Lock()
+	defer c.releasedMu.Unlock()
+	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
+		delete(c.released, pod.UID)
+	}
 }
 
 // load reads the workflow from the cache. It returns nil (nothing to do) for a deleted or completed
@@ -178,4 +215,15 @@ func (c *Controller) failUndecodable(ctx context.Context, u *unstructured.Unstru
 	c.recorder.Event(updated, corev1.EventTypeWarning, engine.ReasonWorkflowInvalid, msg)
 	c.log.Warn("failed an undecodable workflow", "workflow", u.GetNamespace()+"/"+u.GetName(), "err", decodeErr)
 	return nil
+}
+
+func (c *Controller) forgetReleased(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.releasedMu.Lock()
+		delete(c.released, pod.UID)
+		c.releasedMu.Unlock()
+	}
 }

@@ -154,6 +154,14 @@ func TestTwoWorkersNeverReconcileTheSameKeyAtOnce(t *testing.T) {
 			t.Errorf("wf-%d ended %s: %s", i, wf.Status.Phase, wf.Status.Message)
 		}
 	}
+	// Each pod's finalizer is released exactly once: the expectation absorbs the cache's lag. Releases
+	// follow the final persist, so wait for them before counting.
+	_ = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(h.ctrl.metrics.finalizersReleased) >= 4*n, nil
+	})
+	if got := testutil.ToFloat64(h.ctrl.metrics.finalizersReleased); got != 4*n {
+		t.Errorf("finalizer releases = %v, want exactly one per pod (%d)", got, 4*n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if overlaps != 0 {

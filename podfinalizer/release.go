@@ -47,33 +47,36 @@ type Releaser struct {
 }
 
 // Release removes the finalizer with a merge patch guarded by the pod's resourceVersion, re-reading the
-// pod on conflict; a pod that is gone or no longer carries it is done.
-func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) error {
+// pod on conflict; a pod that is gone or no longer carries it is done. It returns the resourceVersion the
+// removal produced ("" when nothing was removed).
+func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		if !slices.Contains(pod.Finalizers, Finalizer) {
-			return nil
+			return "", nil
 		}
 		remaining := slices.DeleteFunc(slices.Clone(pod.Finalizers), func(f string) bool { return f == Finalizer })
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"finalizers": remaining, "resourceVersion": pod.ResourceVersion}})
 		if err != nil {
-			return err
+			return "", err
 		}
-		_, err = r.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		updated, err := r.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
+		case err == nil:
+			return updated.ResourceVersion, nil
+		case apierrors.IsNotFound(err):
+			return "", nil
 		case !apierrors.IsConflict(err):
-			return fmt.Errorf("removing status finalizer from pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return "", fmt.Errorf("removing status finalizer from pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		fresh, err := r.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return "", nil
 		}
 		if err != nil {
-			return fmt.Errorf("re-reading pod %s/%s to release its finalizer: %w", pod.Namespace, pod.Name, err)
+			return "", fmt.Errorf("re-reading pod %s/%s to release its finalizer: %w", pod.Namespace, pod.Name, err)
 		}
 		pod = fresh
 	}
-	return fmt.Errorf("removing status finalizer from pod %s/%s: still conflicting after 5 attempts", pod.Namespace, pod.Name)
+	return "", fmt.Errorf("removing status finalizer from pod %s/%s: still conflicting after 5 attempts", pod.Namespace, pod.Name)
 }

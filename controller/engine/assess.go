@@ -160,6 +160,11 @@ func latestFinish(pod *corev1.Pod) time.Time {
 }
 
 func pendingReason(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Reason + ": " + c.Message // the most common reason a pod stays Pending
+		}
+	}
 	if pod.Status.Message != "" {
 		return pod.Status.Message
 	}
