@@ -3,8 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"

@@ -456,3 +456,38 @@ spec:
 		t.Errorf("a workflow after the recursive one ended %s", got.Status.Phase)
 	}
 }
+
+func TestLegacySpecSuspendHoldsNewStepsUntilCleared(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"held": {Hold: release}}}})
+	wf := e.submit(`
+metadata: {name: legacy-suspend}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: first, template: held}], [{name: second, template: ok}]]
+  - name: held
+    container: {image: alpine, command: ["true"]}
+  - name: ok
+    container: {image: alpine, command: ["true"]}`)
+	e.waitFor(wf.Name, "running its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "legacy-suspend[0].first")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+	e.patchSpec(wf.Name, `{"spec":{"suspend":true}}`)
+	e.waitFor(wf.Name, "seen suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Spec.Suspend != nil })
+	close(release)
+	// The running step finishes, but the next one does not start while suspended.
+	held := e.waitFor(wf.Name, "finishing its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "legacy-suspend[0].first")
+		return n != nil && n.Phase == wfv1.NodeSucceeded
+	})
+	if nodeByName(held, "legacy-suspend[1].second") != nil || held.Status.Phase != wfv1.WorkflowRunning {
+		t.Fatalf("a suspended workflow started its next step:\n%s", describe(held))
+	}
+	e.patchSpec(wf.Name, `{"spec":{"suspend":null}}`)
+	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded || nodeByName(done, "legacy-suspend[1].second") == nil {
+		t.Errorf("after resuming: %s\n%s", done.Status.Phase, describe(done))
+	}
+}

@@ -39,6 +39,8 @@ type Behavior struct {
 	RunFor      time.Duration // main running
 	ReportAfter time.Duration // main exited → outputs patched
 	Jitter      float64
+	// Hold, when set, keeps main running until it is closed (after RunFor): a test's deterministic gate.
+	Hold <-chan struct{}
 
 	Fault Fault
 }

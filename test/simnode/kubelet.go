@@ -170,7 +170,11 @@ func (p *podSim) lifecycle(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if err := p.sleep(ctx, runFor); err != nil {
+	err = p.sleep(ctx, runFor)
+	if err == nil && p.b.Hold != nil {
+		err = p.hold(ctx)
+	}
+	if err != nil {
 		<-placeholder
 		if errors.Is(err, errDeleted) {
 			p.finalizeOnKill(ctx)
@@ -278,6 +282,31 @@ func (p *podSim) sleep(ctx context.Context, d time.Duration) error {
 		}
 		select {
 		case <-wake:
+			return nil
+		case <-deadline:
+			return errDeadline
+		case <-p.run.adsChanged:
+		case <-p.run.deleted:
+			return errDeleted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// hold keeps main running until the test closes Behavior.Hold (or the pod is deleted or times out).
+func (p *podSim) hold(ctx context.Context) error {
+	for {
+		var deadline <-chan time.Time
+		if ads := p.run.deadline(); ads != nil && p.pod.Status.StartTime != nil {
+			left := p.pod.Status.StartTime.Add(time.Duration(*ads) * time.Second).Sub(p.n.opts.Clock.Now())
+			if left <= 0 {
+				return errDeadline
+			}
+			deadline = p.n.opts.Clock.After(left)
+		}
+		select {
+		case <-p.b.Hold:
 			return nil
 		case <-deadline:
 			return errDeadline
