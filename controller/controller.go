@@ -31,6 +31,7 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // Options configure a Controller. Zero values give the defaults.
@@ -43,6 +44,11 @@ type Options struct {
 	ExecutorImage string
 	// StatusFinalizer adds workflows.argoproj.io/status to new pods.
 	StatusFinalizer bool
+	// TaskResultTimeout bounds a node's wait for its task result after its pod ended (default 2m);
+	// a workflow's workflows.wfguard.io/task-result-timeout annotation overrides it.
+	TaskResultTimeout time.Duration
+	// DirectReadBudget caps task-result reads past the cache per workflow pass (default 20).
+	DirectReadBudget int
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -85,6 +91,14 @@ type Controller struct {
 	releasedMu sync.Mutex
 	released   map[types.UID]string
 
+	// reported remembers ignored task results already warned about.
+	reportedMu sync.Mutex
+	reported   map[string]struct{}
+
+	// waiting counts nodes waiting for their result, per workflow key (the gauge is their sum).
+	waitingMu sync.Mutex
+	waiting   map[string]int
+
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
 	written   map[types.UID]string
@@ -100,13 +114,20 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.TaskResultTimeout <= 0 {
+		opts.TaskResultTimeout = taskresult.DefaultTimeout
+	}
+	if opts.DirectReadBudget <= 0 {
+		opts.DirectReadBudget = 20
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{}}
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
+		reported: map[string]struct{}{}, waiting: map[string]int{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
@@ -193,6 +214,22 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.log.Info("controller stopped")
 	return nil
+}
+
+// setWaiting records how many nodes of a workflow wait for their task result.
+func (c *Controller) setWaiting(key string, n int) {
+	c.waitingMu.Lock()
+	defer c.waitingMu.Unlock()
+	if n == 0 {
+		delete(c.waiting, key)
+	} else {
+		c.waiting[key] = n
+	}
+	total := 0
+	for _, v := range c.waiting {
+		total += v
+	}
+	c.metrics.waitingNodes.Set(float64(total))
 }
 
 // Started reports whether Run was called.

@@ -15,6 +15,15 @@ const (
 	persistConflict  = "conflict"
 	persistReapplied = "reapplied"
 	persistRefused   = "refused"
+
+	directReadComplete   = "complete"
+	directReadIncomplete = "incomplete"
+	directReadNotFound   = "not_found"
+	directReadError      = "error"
+	directReadOverBudget = "over_budget"
+
+	ignoredForeign     = "foreign_owner"
+	ignoredUnknownNode = "unknown_node"
 )
 
 type metrics struct {
@@ -27,6 +36,11 @@ type metrics struct {
 	podsStopped        prometheus.Counter
 	completed          *prometheus.CounterVec
 	finalizersReleased prometheus.Counter
+	directReads        *prometheus.CounterVec
+	ignoredResults     *prometheus.CounterVec
+	resultWait         prometheus.Histogram
+	resultTimeouts     prometheus.Counter
+	waitingNodes       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,9 +63,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
 		finalizersReleased: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
 			Help: "Status finalizers removed from pods after their node's final state was persisted."}),
+		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
+			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
+		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
+			Help: "Task results not merged, by reason (foreign_owner, unknown_node); counted per pass."}, []string{"reason"}),
+		resultWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_taskresult_wait_seconds",
+			Help:    "Time a node waited for its task result after its pod ended, until the gate opened (complete or timed out).",
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),
+		resultTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_taskresult_timeouts_total",
+			Help: "Nodes whose task result did not complete within the timeout (node Error TaskResultTimeout)."}),
+		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
+			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips,
-		m.foreignResults, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased} {
+		m.foreignResults, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased,
+		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

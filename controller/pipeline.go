@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	argoerrs "github.com/argoproj/argo-workflows/v3/util/errors"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
@@ -29,6 +34,10 @@ type pass struct {
 	key string
 	// loaded is the informer copy after a decode/encode round trip, the base to diff and re-apply against.
 	loaded *unstructured.Unstructured
+	// waitingBefore maps nodes that waited for their result when the pass began to when the wait began.
+	waitingBefore map[string]time.Time
+	// requeueSoon asks for another pass shortly (direct reads were deferred by the budget).
+	requeueSoon bool
 }
 
 // reconcile runs the pipeline's phases in order; status is what passes between them.
@@ -37,7 +46,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if p == nil || err != nil {
 		return requeue, err
 	}
-	c.reconcileTaskResults(p)
+	c.reconcileTaskResults(ctx, p)
 	c.assessNodes(p)
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
@@ -60,6 +69,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	// Intent first: a finalizer goes only once the write recording its node's final state succeeded.
 	if err := c.releaseFinalizers(ctx, p.WF, p.Pods); err != nil {
 		return 0, err
+	}
+	if p.requeueSoon {
+		return staleRequeue, nil
 	}
 	return p.RequeueAfter(), nil
 }
@@ -120,6 +132,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 		return nil, 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
 	}
 	if !exists {
+		c.setWaiting(key, 0)
 		return nil, 0, nil
 	}
 	u := obj.(*unstructured.Unstructured)
@@ -156,13 +169,139 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}, 0, nil
 }
 
-// reconcileTaskResults merges results into nodes and marks nodes synced (taskresult phase).
-func (c *Controller) reconcileTaskResults(p *pass) {
-	stats := taskresult.Merge(p.WF, c.resultsOf(p.key))
-	if stats.Foreign > 0 {
-		c.metrics.foreignResults.Add(float64(stats.Foreign))
+// reconcileTaskResults is the task-result phase: it merges results from the cache into nodes, reads past
+// the cache for nodes whose pod ended without a complete cached result, and records what the pass saw.
+func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
+	p.waitingBefore = waitingNodes(p.WF)
+	timeout, err := taskresult.TimeoutFor(p.WF, c.opts.TaskResultTimeout)
+	if err != nil {
+		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
+	}
+	p.TaskResultTimeout = timeout
+	cached := c.resultsOf(p.key)
+	c.reportIgnored(p, taskresult.Merge(p.WF, cached))
+	p.Results = taskresult.Owned(p.WF, cached)
+
+	budget := c.opts.DirectReadBudget
+	var direct []*wfv1.WorkflowTaskResult
+	for id, n := range p.WF.Status.Nodes {
+		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id]) {
+			continue
+		}
+		if budget <= 0 {
+			c.metrics.directReads.WithLabelValues(directReadOverBudget).Inc()
+			p.requeueSoon = true
+			continue
+		}
+		budget--
+		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
+		c.metrics.directReads.WithLabelValues(outcome).Inc()
+		if r != nil {
+			direct = append(direct, r)
+			if taskresult.Complete(r) && !taskresult.Complete(p.Results[id]) {
+				p.Events = append(p.Events, engine.Event{Reason: ReasonTaskResultReadPastCache,
+					Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", n.Name)})
+			}
+		}
+	}
+	if len(direct) > 0 {
+		c.reportIgnored(p, taskresult.Merge(p.WF, direct))
+		for id, r := range taskresult.Owned(p.WF, direct) {
+			p.Results[id] = r
+		}
 	}
 }
+
+// readResult GETs one result from the API server (a quorum read, past any cache), retrying transient errors
+// briefly; the outcome labels the read for metrics.
+func (c *Controller) readResult(ctx context.Context, namespace, name string) (*wfv1.WorkflowTaskResult, string) {
+	var result *wfv1.WorkflowTaskResult
+	op := func() error {
+		r, err := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) || !argoerrs.IsTransientErr(err) {
+				return backoff.Permanent(err)
+			}
+			return err
+		}
+		result = r
+		return nil
+	}
+	b := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
+		InitialInterval: 20 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 200 * time.Millisecond,
+		MaxElapsedTime: time.Second, Stop: backoff.Stop, Clock: backoff.SystemClock}, 3), ctx)
+	err := backoff.Retry(op, b)
+	switch {
+	case err == nil && taskresult.Complete(result):
+		return result, directReadComplete
+	case err == nil:
+		return result, directReadIncomplete
+	case apierrors.IsNotFound(err):
+		return nil, directReadNotFound
+	default:
+		c.log.Warn("reading a task result past the cache failed", "workflow", namespace, "result", name, "err", err)
+		return nil, directReadError
+	}
+}
+
+// reportIgnored warns once per result about results that were not merged (bad input, never fatal).
+func (c *Controller) reportIgnored(p *pass, stats taskresult.MergeStats) {
+	for _, name := range stats.Foreign {
+		c.metrics.ignoredResults.WithLabelValues(ignoredForeign).Inc()
+		if c.firstReport(p.WF.Namespace + "/" + name + "/foreign") {
+			p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonTaskResultIgnored, Message: fmt.Sprintf(
+				"Task result %s belongs to another workflow UID (e.g. a deleted workflow of the same name); ignored", name)})
+		}
+	}
+	for _, name := range stats.Unknown {
+		c.metrics.ignoredResults.WithLabelValues(ignoredUnknownNode).Inc()
+		if c.firstReport(p.WF.Namespace + "/" + name + "/unknown") {
+			p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonTaskResultIgnored, Message: fmt.Sprintf(
+				"Task result %s names no node of this workflow; ignored", name)})
+		}
+	}
+}
+
+// firstReport is true the first time key is seen (bounded memory: the set is reset when large).
+func (c *Controller) firstReport(key string) bool {
+	c.reportedMu.Lock()
+	defer c.reportedMu.Unlock()
+	if _, ok := c.reported[key]; ok {
+		return false
+	}
+	if len(c.reported) > 10000 {
+		c.reported = map[string]struct{}{}
+	}
+	c.reported[key] = struct{}{}
+	return true
+}
+
+// waitingNodes maps each node waiting for its result to when the wait began.
+func waitingNodes(wf *wfv1.Workflow) map[string]time.Time {
+	out := map[string]time.Time{}
+	for id, n := range wf.Status.Nodes {
+		if n.Type != wfv1.NodeTypePod || taskresult.Synced(&n) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix):
+			_, rest, _ := strings.Cut(n.Message, "(since ")
+			if t, err := time.Parse(time.RFC3339, strings.TrimSuffix(rest, ")")); err == nil {
+				out[id] = t
+			}
+		case n.Phase.Completed():
+			out[id] = n.FinishedAt.Time
+		}
+	}
+	return out
+}
+
+// Event reasons of the task-result phase.
+const (
+	ReasonTaskResultReadPastCache = "TaskResultReadPastCache"
+	ReasonTaskResultIgnored       = "TaskResultIgnored"
+	ReasonInvalidAnnotation       = "InvalidAnnotation"
+)
 
 // assessNodes maps pods onto their nodes.
 func (c *Controller) assessNodes(p *pass) { engine.AssessNodes(&p.Pass) }
@@ -188,6 +327,15 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 		}
 		c.recorder.Event(p.WF, typ, e.Reason, e.Message)
 	}
+	for id, since := range p.waitingBefore {
+		if n, ok := p.WF.Status.Nodes[id]; ok && taskresult.Synced(&n) {
+			c.metrics.resultWait.Observe(p.Now.Sub(since).Seconds())
+			if strings.HasPrefix(n.Message, taskresult.ReasonTimeout) {
+				c.metrics.resultTimeouts.Inc()
+			}
+		}
+	}
+	c.setWaiting(p.key, len(waitingNodes(p.WF)))
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)

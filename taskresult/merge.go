@@ -12,9 +12,22 @@ type MergeStats struct {
 	Changed bool
 	// Completed counts nodes that became synced in this merge.
 	Completed int
-	// Foreign counts results ignored because they belong to another workflow UID (e.g. a deleted
+	// Foreign lists results ignored because they belong to another workflow UID (e.g. a deleted
 	// workflow of the same name).
-	Foreign int
+	Foreign []string
+	// Unknown lists results of this workflow whose name matches no node.
+	Unknown []string
+}
+
+// Owned returns the results that belong to wf (owner UID), by node ID.
+func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult) map[string]*wfv1.WorkflowTaskResult {
+	out := map[string]*wfv1.WorkflowTaskResult{}
+	for _, r := range results {
+		if ownedBy(r, wf) {
+			out[r.Name] = r
+		}
+	}
+	return out
 }
 
 // Merge is the reconcile-task-results phase: it copies each result's outputs and progress into its node
@@ -24,11 +37,12 @@ func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult) MergeStats {
 	var stats MergeStats
 	for _, r := range results {
 		if !ownedBy(r, wf) {
-			stats.Foreign++
+			stats.Foreign = append(stats.Foreign, r.Name)
 			continue
 		}
 		node, ok := wf.Status.Nodes[r.Name]
 		if !ok {
+			stats.Unknown = append(stats.Unknown, r.Name)
 			continue
 		}
 		changed := false

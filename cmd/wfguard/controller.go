@@ -28,6 +28,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 type controllerFlags struct {
@@ -45,6 +46,7 @@ type controllerFlags struct {
 	metricsPort        int
 	healthPort         int
 	podStatusFinalizer bool
+	taskResultTimeout  time.Duration
 	logFormat          string
 	logLevel           string
 }
@@ -67,6 +69,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.IntVar(&f.metricsPort, "metrics-port", 9090, "port serving /metrics (0 disables)")
 	fs.IntVar(&f.healthPort, "health-port", 6060, "port serving /healthz and /readyz (0 disables)")
 	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (released once the pod's node state is persisted, whatever this flag says)")
+	fs.DurationVar(&f.taskResultTimeout, "task-result-timeout", taskresult.DefaultTimeout,
+		"how long a node waits for its task result after its pod ended before it fails (annotation "+taskresult.AnnotationTimeout+" overrides per workflow)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -178,7 +182,8 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	ctrl, err := controller.New(config, controller.Options{
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
-		Logger: log, Registry: registry,
+		TaskResultTimeout: f.taskResultTimeout,
+		Logger:            log, Registry: registry,
 	})
 	if err != nil {
 		return err

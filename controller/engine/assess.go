@@ -10,6 +10,8 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // PodMissingGrace is how long a node may lack its pod in the cache before the pod counts as deleted: the
@@ -28,20 +30,75 @@ func AssessNodes(p *Pass) {
 			continue
 		}
 		pod := p.Pods[id]
-		if pod == nil {
-			if n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace {
-				if !n.Phase.Completed() {
-					p.requeueBy(n.StartedAt.Add(PodMissingGrace))
-				}
-				continue
+		switch {
+		case pod != nil:
+			assessPod(p, n, pod)
+		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace:
+			if !n.Phase.Completed() {
+				p.requeueBy(n.StartedAt.Add(PodMissingGrace))
 			}
+		case taskresult.Complete(p.Results[id]):
+			// The pod is gone but its executor finished reporting: its outputs are whole.
+			p.markPhase(n, wfv1.NodeError, "pod deleted")
+		default:
 			synced := true // a deleted pod reports nothing more
 			n.TaskResultSynced = &synced
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
-			continue
 		}
-		assessPod(p, n, pod)
+		enforceResultWait(p, id)
 	}
+}
+
+// enforceResultWait bounds a node's wait for its result: after the timeout (from the persisted time the
+// wait began) a succeeded pod's node becomes Error TaskResultTimeout, and a failed one keeps its failure
+// without its outputs. Before that, the pass asks to be requeued at the deadline.
+func enforceResultWait(p *Pass, id string) {
+	n := p.nodeByID(id)
+	if n == nil || taskresult.Synced(n) {
+		return
+	}
+	var since time.Time
+	switch {
+	case n.Phase == wfv1.NodeRunning && strings.HasPrefix(n.Message, WaitingForTaskResultPrefix):
+		since = waitingSince(n.Message)
+	case n.Phase.Completed():
+		since = n.FinishedAt.Time
+	}
+	if since.IsZero() {
+		return // the pod has not ended: no wait yet
+	}
+	timeout := p.TaskResultTimeout
+	if timeout <= 0 {
+		timeout = taskresult.DefaultTimeout
+	}
+	if deadline := since.Add(timeout); p.Now.Before(deadline) {
+		p.requeueBy(deadline)
+		return
+	}
+	synced := true
+	n.TaskResultSynced = &synced
+	if n.Phase == wfv1.NodeRunning {
+		msg := taskresult.TimeoutMessage(p.WF.GetTemplateByName(n.TemplateName), p.Results[id], timeout)
+		p.markPhase(n, wfv1.NodeError, msg)
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + msg})
+		return
+	}
+	p.setNode(n)
+	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: fmt.Sprintf(
+		"Node %s: its pod failed and its task result did not complete within %s; it keeps its failure without outputs", n.Name, timeout)})
+}
+
+// waitingSince reads the persisted start of a wait back from the node message.
+func waitingSince(msg string) time.Time {
+	_, rest, ok := strings.Cut(msg, "(since ")
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSuffix(rest, ")"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
@@ -68,6 +125,9 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 	case corev1.PodSucceeded:
 		if !synced {
 			since := latestFinish(pod)
+			if s := waitingSince(before.Message); !s.IsZero() {
+				since = s // the persisted start of the wait wins
+			}
 			n.Phase = wfv1.NodeRunning
 			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 			if !strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // Pass is one reconcile of one workflow: the in-memory workflow every phase reads and mutates, the
@@ -17,7 +18,11 @@ type Pass struct {
 	Ext *extstatus.Extensions
 	// Pods of this workflow (owner UID checked), by node ID.
 	Pods map[string]*corev1.Pod
-	Now  time.Time
+	// Results of this workflow (owner UID checked) by node ID, as read this pass (cache or past it).
+	Results map[string]*wfv1.WorkflowTaskResult
+	// TaskResultTimeout bounds a node's wait for its result after its pod ended.
+	TaskResultTimeout time.Duration
+	Now               time.Time
 
 	// Events are node and workflow transitions, recorded after the pass is persisted.
 	Events []Event
@@ -165,4 +170,5 @@ const (
 	ReasonWorkflowInvalid    = "WorkflowInvalidSpec"
 	ReasonWorkflowSuspended  = "WorkflowSuspended"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
+	ReasonTaskResultTimeout  = taskresult.ReasonTimeout
 )
