@@ -56,6 +56,9 @@ type Options struct {
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// WrapListWatch, when set, wraps the ListerWatcher of an informer by resource name (currently
+	// "workflowtaskresults"): the seam for informer faults (faultinject).
+	WrapListWatch func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
 }

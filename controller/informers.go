@@ -1,16 +1,18 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	argoinformers "github.com/argoproj/argo-workflows/v3/pkg/client/informers/externalversions/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -94,9 +96,23 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector + "," + instance }))
 	s.pods = s.kubeFactory.Core().V1().Pods().Informer()
 
-	// argo's generated factory cannot be shut down (no way to wait for its goroutines), so this informer is run directly.
-	s.results = argoinformers.NewFilteredWorkflowTaskResultInformer(c.argo, c.opts.Namespace, c.opts.ResyncPeriod, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector + "," + instance })
+	// argo's generated factory cannot be shut down (no way to wait for its goroutines), so this informer is
+	// built and run directly.
+	results := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(c.opts.Namespace)
+	var resultsLW cache.ListerWatcher = &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector + "," + instance
+			return results.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector + "," + instance
+			return results.Watch(ctx, o)
+		},
+	}
+	if c.opts.WrapListWatch != nil {
+		resultsLW = c.opts.WrapListWatch("workflowtaskresults", resultsLW)
+	}
+	s.results = cache.NewSharedIndexInformer(resultsLW, &wfv1.WorkflowTaskResult{}, c.opts.ResyncPeriod, cache.Indexers{})
 
 	for name, inf := range map[string]cache.SharedIndexInformer{"workflows": s.workflows, "pods": s.pods, "workflowtaskresults": s.results} {
 		if err := inf.SetTransform(stripManagedFields); err != nil {

@@ -185,7 +185,7 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	var direct []*wfv1.WorkflowTaskResult
 	for id, n := range p.WF.Status.Nodes {
-		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id]) {
+		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id], p.waitingBefore[id], p.Now) {
 			continue
 		}
 		if budget <= 0 {

@@ -47,15 +47,22 @@ func PodEnded(pod *corev1.Pod) bool {
 	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
 }
 
-// NeedsDirectRead reports whether a node's result should be read past the cache: its pod ended, the gate
-// is closed, and the cache has no complete result for it.
-func NeedsDirectRead(n *wfv1.NodeStatus, pod *corev1.Pod, cached *wfv1.WorkflowTaskResult) bool {
-	return n.Type == wfv1.NodeTypePod && !Synced(n) && PodEnded(pod) && !Complete(cached)
+// DirectReadGrace is how long after a node starts waiting the cache gets to deliver its result before the
+// controller reads past it. The executor finalizes the result before its pod ends, so a healthy cache has
+// it within milliseconds; only a lagging one costs a read.
+const DirectReadGrace = time.Second
+
+// NeedsDirectRead reports whether a node's result should be read past the cache now: its pod ended, the
+// gate is closed, the cache has no complete result, and the wait (which began at since) is older than the
+// grace.
+func NeedsDirectRead(n *wfv1.NodeStatus, pod *corev1.Pod, cached *wfv1.WorkflowTaskResult, since, now time.Time) bool {
+	return n.Type == wfv1.NodeTypePod && !Synced(n) && PodEnded(pod) && !Complete(cached) &&
+		!since.IsZero() && !now.Before(since.Add(DirectReadGrace))
 }
 
 // TimeoutMessage says what was missing when a node's wait expired.
 func TimeoutMessage(tmpl *wfv1.Template, r *wfv1.WorkflowTaskResult, timeout time.Duration) string {
-	state := "no task result was ever seen"
+	state := "no task result exists"
 	switch {
 	case r == nil:
 	case r.Outputs == nil || !r.Outputs.HasOutputs():

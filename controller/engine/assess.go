@@ -71,6 +71,9 @@ func enforceResultWait(p *Pass, id string) {
 	if timeout <= 0 {
 		timeout = taskresult.DefaultTimeout
 	}
+	if readAt := since.Add(taskresult.DirectReadGrace); p.Now.Before(readAt) {
+		p.requeueBy(readAt) // the next pass reads past the cache if it still lacks the result
+	}
 	if deadline := since.Add(timeout); p.Now.Before(deadline) {
 		p.requeueBy(deadline)
 		return

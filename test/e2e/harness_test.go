@@ -12,12 +12,14 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
@@ -33,18 +35,20 @@ func TestMain(m *testing.M) {
 
 // env is one test's namespace with its own controller and simulated node.
 type env struct {
-	t    *testing.T
-	ns   string
-	kube kubernetes.Interface
-	argo versioned.Interface
-	ctrl *controller.Controller
-	node *simnode.Node
+	t        *testing.T
+	ns       string
+	kube     kubernetes.Interface
+	argo     versioned.Interface
+	ctrl     *controller.Controller
+	node     *simnode.Node
+	registry *prometheus.Registry
 }
 
 type envOptions struct {
 	script  simnode.Script
 	workers int
 	hooks   controller.Hooks
+	wrap    func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -55,9 +59,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	e := &env{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config())}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e.registry = prometheus.NewRegistry()
 	e.ctrl, err = controller.New(cp.Config(), controller.Options{
 		Namespace: ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
+		WrapListWatch: o.wrap, Registry: e.registry,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -260,4 +266,71 @@ func (e *env) withT(t *testing.T) *env {
 	c := *e
 	c.t = t
 	return &c
+}
+
+// metric returns the value of a counter or gauge (summed over label sets matching labels).
+func (e *env) metric(name string, labels map[string]string) float64 {
+	e.t.Helper()
+	families, err := e.registry.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			match := true
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == k && l.GetValue() == v)
+				}
+				match = match && found
+			}
+			if !match {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				total += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				total += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				total += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return total
+}
+
+// events returns the messages of the workflow's Events with reason.
+func (e *env) events(name, reason string) []string {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Events(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == name && ev.Reason == reason {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
+}
+
+// waitEvent waits until the workflow has an Event with reason (the recorder writes them asynchronously).
+func (e *env) waitEvent(name, reason string) []string {
+	e.t.Helper()
+	var got []string
+	err := wait.PollUntilContextTimeout(e.t.Context(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		got = e.events(name, reason)
+		return len(got) > 0, nil
+	})
+	if err != nil {
+		e.t.Errorf("workflow %s has no %s event", name, reason)
+	}
+	return got
 }
