@@ -239,6 +239,14 @@ func TestAResultOfADeletedSameNamedWorkflowIsNeverAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf := e.submit(manifest(producerConsumer, "reused", "2s"))
+	// And a result of this very workflow that names no node (bad input): ignored, never fatal.
+	bogus := &wfv1.WorkflowTaskResult{
+		ObjectMeta: metav1.ObjectMeta{Name: "reused-no-such-node", Labels: map[string]string{common.LabelKeyWorkflow: "reused"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "reused", UID: wf.UID}}},
+	}
+	if _, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(t.Context(), bogus, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	done := e.waitCompleted(wf.Name)
 	n := nodeByName(done, "reused[0].produce")
 	if outputParam(n, "out") == "stale" {
@@ -250,5 +258,27 @@ func TestAResultOfADeletedSameNamedWorkflowIsNeverAdopted(t *testing.T) {
 	if got := e.metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "foreign_owner"}); got < 1 {
 		t.Errorf("ignored foreign results = %v, want ≥ 1", got)
 	}
-	e.waitEvent(wf.Name, "TaskResultIgnored")
+	msgs := e.waitEvent(wf.Name, "TaskResultIgnored")
+	if got := e.metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "unknown_node"}); got < 1 {
+		t.Errorf("ignored unknown-node results = %v, want ≥ 1 (events: %v)", got, msgs)
+	}
+}
+
+func TestAFailedPodWhoseExecutorNeverReportedKeepsItsFailureAfterTheTimeout(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
+		"produce": {ExitCode: 2, Parameters: map[string]string{"out": "x"}, Fault: simnode.Fault{NoResult: true}},
+	}}})
+	wf := e.submit(manifest(producerConsumer, "failed-silent", "2s"))
+	done := e.waitCompleted(wf.Name)
+	n := nodeByName(done, "failed-silent[0].produce")
+	if n.Phase != wfv1.NodeFailed || n.Message != "main: Error (exit code 2)" {
+		t.Errorf("produce = %s %q, want it to keep its failure", n.Phase, n.Message)
+	}
+	if n.TaskResultSynced == nil || !*n.TaskResultSynced {
+		t.Errorf("produce's gate never opened")
+	}
+	if done.Status.Phase != wfv1.WorkflowFailed {
+		t.Errorf("workflow = %s, want Failed", done.Status.Phase)
+	}
+	e.waitEvent(wf.Name, "TaskResultTimeout")
 }
