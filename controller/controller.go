@@ -45,10 +45,13 @@ type Options struct {
 	// StatusFinalizer adds workflows.argoproj.io/status to new pods.
 	StatusFinalizer bool
 	// TaskResultTimeout bounds a node's wait for its task result after its pod ended (default 2m);
-	// a workflow's workflows.wfguard.io/task-result-timeout annotation overrides it.
+	// a workflow's wfguard.io/task-result-timeout annotation overrides it.
 	TaskResultTimeout time.Duration
 	// DirectReadBudget caps task-result reads past the cache per workflow pass (default 20).
 	DirectReadBudget int
+	// OrphanSweepInterval is how often pods of deleted workflows are looked for (0 disables the sweep;
+	// pod events and start-up still find them).
+	OrphanSweepInterval time.Duration
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -201,6 +204,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.ready.Store(false)
 	c.log.Info("caches synced; starting workers", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.sweepOrphans(ctx)
+	}()
 	for range c.opts.Workers {
 		wg.Add(1)
 		go func() {

@@ -21,26 +21,32 @@ const (
 	directReadNotFound   = "not_found"
 	directReadError      = "error"
 	directReadOverBudget = "over_budget"
+	directReadForeign    = "foreign_owner"
+
+	releasePersisted = "persisted"
+	releaseOrphaned  = "orphaned"
 
 	ignoredForeign     = "foreign_owner"
 	ignoredUnknownNode = "unknown_node"
 )
 
 type metrics struct {
-	reconciles         *prometheus.CounterVec
-	reconcileDuration  prometheus.Histogram
-	persists           *prometheus.CounterVec
-	staleSkips         prometheus.Counter
-	foreignResults     prometheus.Counter
-	podsCreated        prometheus.Counter
-	podsStopped        prometheus.Counter
-	completed          *prometheus.CounterVec
-	finalizersReleased prometheus.Counter
-	directReads        *prometheus.CounterVec
-	ignoredResults     *prometheus.CounterVec
-	resultWait         prometheus.Histogram
-	resultTimeouts     prometheus.Counter
-	waitingNodes       prometheus.Gauge
+	reconciles            *prometheus.CounterVec
+	reconcileDuration     prometheus.Histogram
+	persists              *prometheus.CounterVec
+	staleSkips            prometheus.Counter
+	podsCreated           prometheus.Counter
+	podsStopped           prometheus.Counter
+	completed             *prometheus.CounterVec
+	finalizersReleased    *prometheus.CounterVec
+	releasedBeforePersist prometheus.Counter
+	releaseErrors         prometheus.Counter
+	heldPods              *prometheus.GaugeVec
+	directReads           *prometheus.CounterVec
+	ignoredResults        *prometheus.CounterVec
+	resultWait            prometheus.Histogram
+	resultTimeouts        prometheus.Counter
+	waitingNodes          prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,16 +59,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused)."}, []string{"outcome"}),
 		staleSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_stale_cache_skips_total",
 			Help: "Cache copies skipped because they were older than our last write."}),
-		foreignResults: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_taskresult_foreign_total",
-			Help: "Task results ignored because their owner is another workflow UID."}),
 		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_created_total",
 			Help: "Pods created for workflow nodes."}),
 		podsStopped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_stopped_total",
 			Help: "Pods stopped for shutdown or deadline."}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
-		finalizersReleased: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
-			Help: "Status finalizers removed from pods after their node's final state was persisted."}),
+		finalizersReleased: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
+			Help: "Status finalizers removed from pods, by reason (persisted: the node's final state is stored; orphaned: the workflow is gone)."},
+			[]string{"reason"}),
+		releasedBeforePersist: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_finalizer_released_before_persist_total",
+			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
+		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizer_release_errors_total",
+			Help: "Failed attempts to remove the status finalizer (retried with backoff)."}),
+		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
+			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
+			[]string{"age"}),
 		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
 			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
 		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
@@ -75,8 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips,
-		m.foreignResults, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods,
 		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,25 +77,36 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 
 // releaseFinalizers removes the status finalizer from pods whose final state is persisted in wf.
 func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
-	var errs []error
+	var due []*corev1.Pod
 	for _, pod := range podfinalizer.Releasable(wf, pods) {
 		if c.releasePending(pod) {
 			continue // released already; the cache has not caught up
 		}
-		rv, err := c.releaser.Release(ctx, pod)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]; !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
+			// Releasable never offers this; counting it keeps the claim checkable.
+			c.metrics.releasedBeforePersist.Inc()
 		}
-		if rv == "" {
-			continue // someone else removed it, or the pod is gone
-		}
-		c.releasedMu.Lock()
-		c.released[pod.UID] = rv
-		c.releasedMu.Unlock()
-		c.metrics.finalizersReleased.Inc()
+		due = append(due, pod)
 	}
-	return errors.Join(errs...)
+	return c.releaseAll(ctx, due, releasePersisted)
+}
+
+// release removes our finalizer from pod and records the expectation and the reason.
+func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string) error {
+	rv, err := c.releaser.Release(ctx, pod)
+	if err != nil {
+		c.metrics.releaseErrors.Inc()
+		return err
+	}
+	if rv == "" {
+		return nil // someone else removed it, or the pod is gone
+	}
+	c.releasedMu.Lock()
+	c.released[pod.UID] = rv
+	c.releasedMu.Unlock()
+	c.metrics.finalizersReleased.WithLabelValues(reason).Inc()
+	c.log.Debug("released the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
+	return nil
 }
 
 // releasePending reports whether the cached pod predates our release of its finalizer: an expectation,
@@ -132,8 +142,12 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 		return nil, 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
 	}
 	if !exists {
+		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
 		c.setWaiting(key, 0)
-		return nil, 0, nil
+		return nil, 0, c.releaseOrphans(ctx, key)
+	}
+	if err := c.releaseOrphans(ctx, key); err != nil {
+		return nil, 0, err // pods of an older workflow of the same name
 	}
 	u := obj.(*unstructured.Unstructured)
 	if c.isStale(u) {
@@ -195,6 +209,10 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 		}
 		budget--
 		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
+		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r})) == 0 {
+			// Another workflow's (same name, older UID): the cache pass already reported it.
+			r, outcome = nil, directReadForeign
+		}
 		c.metrics.directReads.WithLabelValues(outcome).Inc()
 		if r != nil {
 			direct = append(direct, r)
@@ -330,9 +348,11 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 	for id, since := range p.waitingBefore {
 		if n, ok := p.WF.Status.Nodes[id]; ok && taskresult.Synced(&n) {
 			c.metrics.resultWait.Observe(p.Now.Sub(since).Seconds())
-			if strings.HasPrefix(n.Message, taskresult.ReasonTimeout) {
-				c.metrics.resultTimeouts.Inc()
-			}
+		}
+	}
+	for _, e := range p.Events {
+		if e.Reason == taskresult.ReasonTimeout {
+			c.metrics.resultTimeouts.Inc()
 		}
 	}
 	c.setWaiting(p.key, len(waitingNodes(p.WF)))

@@ -15,7 +15,7 @@ import (
 const DefaultTimeout = 2 * time.Minute
 
 // AnnotationTimeout on a Workflow overrides the timeout for its nodes (a Go duration, e.g. "30s").
-const AnnotationTimeout = "workflows.wfguard.io/task-result-timeout"
+const AnnotationTimeout = "wfguard.io/task-result-timeout"
 
 // ReasonTimeout prefixes the message of a node whose result never completed; it is also the Event reason.
 const ReasonTimeout = "TaskResultTimeout"

@@ -47,6 +47,7 @@ type controllerFlags struct {
 	healthPort         int
 	podStatusFinalizer bool
 	taskResultTimeout  time.Duration
+	orphanSweep        time.Duration
 	logFormat          string
 	logLevel           string
 }
@@ -71,6 +72,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (released once the pod's node state is persisted, whatever this flag says)")
 	fs.DurationVar(&f.taskResultTimeout, "task-result-timeout", taskresult.DefaultTimeout,
 		"how long a node waits for its task result after its pod ended before it fails (annotation "+taskresult.AnnotationTimeout+" overrides per workflow)")
+	fs.DurationVar(&f.orphanSweep, "orphan-sweep-interval", time.Minute,
+		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -81,6 +84,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.workers < 1 {
 		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
+	}
+	if f.taskResultTimeout <= 0 {
+		return nil, fmt.Errorf("--task-result-timeout must be positive, got %s", f.taskResultTimeout)
 	}
 	if f.logFormat != "json" && f.logFormat != "text" {
 		return nil, fmt.Errorf("--log-format must be json or text, got %q", f.logFormat)
@@ -182,8 +188,8 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	ctrl, err := controller.New(config, controller.Options{
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
-		TaskResultTimeout: f.taskResultTimeout,
-		Logger:            log, Registry: registry,
+		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep,
+		Logger: log, Registry: registry,
 	})
 	if err != nil {
 		return err

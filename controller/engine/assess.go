@@ -31,6 +31,19 @@ func AssessNodes(p *Pass) {
 		}
 		pod := p.Pods[id]
 		switch {
+		case pod != nil && pod.DeletionTimestamp != nil && !taskresult.PodEnded(pod):
+			// Being deleted: the kubelet reports the final status within the grace period; past it, the
+			// pod counts as deleted, so its finalizer can go and nothing waits on it.
+			if p.Now.Before(pod.DeletionTimestamp.Time) {
+				assessPod(p, n, pod)
+				p.requeueBy(pod.DeletionTimestamp.Time)
+				break
+			}
+			if !taskresult.Complete(p.Results[id]) {
+				synced := true
+				n.TaskResultSynced = &synced
+			}
+			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
 			assessPod(p, n, pod)
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace:

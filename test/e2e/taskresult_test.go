@@ -20,7 +20,7 @@ import (
 )
 
 const producerConsumer = `
-metadata: {name: %s, annotations: {workflows.wfguard.io/task-result-timeout: "%s"}}
+metadata: {name: %s, annotations: {wfguard.io/task-result-timeout: "%s"}}
 spec:
   entrypoint: main
   templates:
@@ -132,7 +132,7 @@ func TestAResultThatNeverCompletesTimesOutLoudlyWhileOtherBranchesFinish(t *test
 		"stuck": {Parameters: map[string]string{"out": "v1"}, Fault: simnode.Fault{NeverFinalize: true}},
 	}}})
 	wf := e.submit(`
-metadata: {name: never-final, annotations: {workflows.wfguard.io/task-result-timeout: "2s"}}
+metadata: {name: never-final, annotations: {wfguard.io/task-result-timeout: "2s"}}
 spec:
   entrypoint: main
   templates:

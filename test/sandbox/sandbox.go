@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +64,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("building the argo client: %w", err)
 	}
 	s.Controller, err = controller.New(config, controller.Options{
-		Workers: 8, StatusFinalizer: true, Validate: controller.ArgoValidator(argo),
+		Workers: 8, StatusFinalizer: true, Validate: controller.ArgoValidator(argo), OrphanSweepInterval: 10 * time.Second,
 		Logger: opts.Logger, Registry: opts.Registry,
 	})
 	if err != nil {

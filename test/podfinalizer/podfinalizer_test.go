@@ -1,0 +1,360 @@
+package podfinalizer_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	// The controller-manager's garbage collector deletes the pods of deleted workflows, as in a cluster.
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{ControllerManager: true},
+		func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+type running struct{ stop func() }
+
+// startController runs a controller over all namespaces until stop is called.
+func startController(t *testing.T, statusFinalizer bool, sweep time.Duration) running {
+	t.Helper()
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	ctrl, err := controller.New(cp.Config(), controller.Options{Workers: 8, StatusFinalizer: statusFinalizer,
+		OrphanSweepInterval: sweep, Validate: controller.ArgoValidator(argo),
+		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ctrl.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return running{stop: stop}
+}
+
+func startNode(t *testing.T, ns string, script simnode.Script) {
+	t.Helper()
+	node, err := simnode.Start(context.Background(), simnode.Options{Config: cp.Config(), Namespace: ns, Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "fin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func submit(t *testing.T, ns, manifest string) *wfv1.Workflow {
+	t.Helper()
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		t.Fatal(err)
+	}
+	created, err := versioned.NewForConfigOrDie(cp.Config()).ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return cond(ctx), nil
+	}); err != nil {
+		t.Fatalf("never %s: %v", what, err)
+	}
+}
+
+func podsIn(ctx context.Context, ns string) []corev1.Pod {
+	list, err := kubernetes.NewForConfigOrDie(cp.Config()).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+func holding(pods []corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if slices.Contains(p.Finalizers, common.FinalizerPodStatus) {
+			n++
+		}
+	}
+	return n
+}
+
+const threeSteps = `
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: a, template: t}, {name: b, template: t}], [{name: c, template: t}]]
+  - name: t
+    container: {image: alpine, command: ["true"]}
+`
+
+func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.T) {
+	ns := namespace(t)
+	startController(t, true, time.Minute)
+	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Jitter: 0.5, RunFor: 50 * time.Millisecond}})
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	// Watch both streams; resourceVersions are etcd revisions, so they order writes across resources.
+	wfWatch, err := argo.ArgoprojV1alpha1().Workflows(ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podWatch, err := kube.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fulfilledAt := map[string]int64{} // node ID → first revision showing it fulfilled
+	releasedAt := map[string]int64{}  // node ID → revision where the pod lost the finalizer
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev := range wfWatch.ResultChan() {
+			wf, ok := ev.Object.(*wfv1.Workflow)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
+			mu.Lock()
+			for id, n := range wf.Status.Nodes {
+				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
+					fulfilledAt[id] = rv
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		had := map[string]bool{}
+		for ev := range podWatch.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			id := pod.Annotations[common.AnnotationKeyNodeID]
+			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
+			mu.Lock()
+			if had[pod.Name] && !has {
+				if _, done := releasedAt[id]; !done {
+					releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
+				}
+			}
+			had[pod.Name] = had[pod.Name] || has
+			mu.Unlock()
+		}
+	}()
+	wf := submit(t, ns, fmt.Sprintf(threeSteps, "ordered"))
+	waitUntil(t, "all three pods released", time.Minute, func(ctx context.Context) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(releasedAt) == 3
+	})
+	wfWatch.Stop()
+	podWatch.Stop()
+	wg.Wait()
+	for id, rel := range releasedAt {
+		if ful, ok := fulfilledAt[id]; !ok || ful >= rel {
+			t.Errorf("I5: node %s's pod lost its finalizer at revision %d, before its final state was persisted (revision %d, seen %v)", id, rel, ful, ok)
+		}
+	}
+	if got := holding(podsIn(t.Context(), ns)); got != 0 {
+		t.Errorf("%d pods of %s still hold the finalizer", got, wf.Name)
+	}
+}
+
+func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
+	ns := namespace(t)
+	startController(t, true, time.Minute)
+	hold := make(chan struct{})
+	defer close(hold)
+	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: hold}})
+	wf := submit(t, ns, fmt.Sprintf(threeSteps, "doomed"))
+	waitUntil(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
+		return holding(podsIn(ctx, ns)) == 2
+	})
+	if err := versioned.NewForConfigOrDie(cp.Config()).ArgoprojV1alpha1().Workflows(ns).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the garbage collector removed every pod (none stuck Terminating)", time.Minute, func(ctx context.Context) bool {
+		return len(podsIn(ctx, ns)) == 0
+	})
+}
+
+func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(t *testing.T) {
+	nsA, nsB := namespace(t), namespace(t)
+	first := startController(t, true, time.Minute)
+	hold := make(chan struct{})
+	defer close(hold)
+	startNode(t, nsA, simnode.Script{Default: simnode.Behavior{Hold: hold}})
+	startNode(t, nsB, simnode.Script{Default: simnode.Behavior{Hold: hold}})
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	old := submit(t, nsA, fmt.Sprintf(threeSteps, "same-name"))
+	other := submit(t, nsB, fmt.Sprintf(threeSteps, "same-name"))
+	waitUntil(t, "both workflows' first pods hold the finalizer", time.Minute, func(ctx context.Context) bool {
+		return holding(podsIn(ctx, nsA)) == 2 && holding(podsIn(ctx, nsB)) == 2
+	})
+	first.stop()
+	// While the controller is down: the workflow in A is deleted (its pods go Terminating, held), and a new
+	// workflow of the same name is created in A, with pods of its own holding the finalizer.
+	if err := argo.ArgoprojV1alpha1().Workflows(nsA).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the old workflow gone and its pods terminating", time.Minute, func(ctx context.Context) bool {
+		_, err := argo.ArgoprojV1alpha1().Workflows(nsA).Get(ctx, old.Name, metav1.GetOptions{})
+		pods := podsIn(ctx, nsA)
+		terminating := 0
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		return err != nil && terminating == 2
+	})
+	renewed := submit(t, nsA, fmt.Sprintf(threeSteps, "same-name"))
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	newPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "same-name-new", Finalizers: []string{common.FinalizerPodStatus},
+			Labels:          map[string]string{common.LabelKeyWorkflow: "same-name"},
+			Annotations:     map[string]string{common.AnnotationKeyNodeID: renewed.NodeID("same-name[9].x")},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(renewed, wfv1.SchemeGroupVersion.WithKind("Workflow"))}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+	}
+	if _, err := kube.CoreV1().Pods(nsA).Create(t.Context(), newPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	startController(t, true, time.Minute)
+	waitUntil(t, "the deleted workflow's pods released and gone", time.Minute, func(ctx context.Context) bool {
+		for _, p := range podsIn(ctx, nsA) {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return true
+	})
+	// The same-named workflow in another namespace and the new one in A keep theirs (identity is by UID).
+	if got := holding(podsIn(t.Context(), nsB)); got != 2 {
+		t.Errorf("pods of %s/%s holding the finalizer = %d, want 2 (untouched)", nsB, other.Name, got)
+	}
+	pod, err := kube.CoreV1().Pods(nsA).Get(t.Context(), newPod.Name, metav1.GetOptions{})
+	if err != nil || !slices.Contains(pod.Finalizers, common.FinalizerPodStatus) {
+		t.Errorf("the new same-named workflow's pod lost its finalizer (err %v)", err)
+	}
+}
+
+func TestTurningTheFinalizerFlagOffStillReleasesPodsThatCarryIt(t *testing.T) {
+	ns := namespace(t)
+	first := startController(t, true, time.Minute)
+	release := make(chan struct{})
+	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: release}})
+	wf := submit(t, ns, fmt.Sprintf(threeSteps, "flag-off"))
+	waitUntil(t, "two pods hold the finalizer", time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 2 })
+	first.stop()
+	startController(t, false, time.Minute)
+	close(release)
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	waitUntil(t, "the workflow completed", time.Minute, func(ctx context.Context) bool {
+		got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase.Completed()
+	})
+	waitUntil(t, "every pod released", 30*time.Second, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
+	pods := podsIn(t.Context(), ns)
+	if len(pods) != 3 {
+		t.Errorf("want 3 pods, got %d", len(pods))
+	}
+	for _, p := range pods {
+		if p.Name != "" && p.Labels[common.LabelKeyWorkflow] == wf.Name && p.Annotations[common.AnnotationKeyNodeName] == "flag-off[1].c" &&
+			slices.Contains(p.Finalizers, common.FinalizerPodStatus) {
+			t.Errorf("a pod created with the flag off got the finalizer")
+		}
+	}
+}
+
+func TestThousandsOfOrphanedPodsAreAllReleased(t *testing.T) {
+	ns := namespace(t)
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	const n = 2000
+	gone := types.UID("99999999-0000-0000-0000-000000000000")
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				_, err := kube.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("orphan-%04d", i), Finalizers: []string{common.FinalizerPodStatus, "example.com/theirs"},
+						Labels:          map[string]string{common.LabelKeyWorkflow: "gone"},
+						OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "gone", UID: gone}}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("created %d orphaned pods in %s", n, time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
+	startController(t, true, time.Minute)
+	waitUntil(t, "every orphan released", 3*time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
+	t.Logf("released %d orphaned pods in %s (including cache sync)", n, time.Since(begin).Round(time.Millisecond))
+	for _, p := range podsIn(t.Context(), ns) {
+		if !slices.Contains(p.Finalizers, "example.com/theirs") {
+			t.Fatalf("pod %s lost a finalizer that is not ours: %v", p.Name, p.Finalizers)
+		}
+	}
+}
