@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools test lint vet fmt-check build demo up
+.PHONY: all tools test lint vet fmt-check build demo up generate
 
 all: build
 
@@ -26,6 +26,11 @@ demo: tools
 up: tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	bin/wfguard up
+
+## generate: regenerate the WorkflowAction deepcopy and CRD (controller-gen from the module proxy)
+generate:
+	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object paths=./actions/v1alpha1/... \
+		crd:crdVersions=v1 output:crd:artifacts:config=config/crd
 
 ## lint: go vet + gofmt check
 lint: vet fmt-check

@@ -1,2 +1,2 @@
-// Package actions defines the WorkflowAction API and applies actions to workflows inside the reconcile pipeline.
+// Package actions applies WorkflowActions (Suspend, Resume, Stop, Terminate) to workflows, in order, once.
 package actions

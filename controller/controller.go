@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/podfinalizer"
@@ -72,6 +73,9 @@ type Hooks struct {
 	ReconcileEnd   func(key string)
 	// BeforePersist runs just before the Update of a pass (tests inject conflicting writes here).
 	BeforePersist func(key string)
+	// BeforeActionStatus runs after a persist that recorded actions, before their statuses are written;
+	// returning false skips the writes, as a crash at that point would (the crash-point seam).
+	BeforeActionStatus func(key string) bool
 }
 
 // Controller reconciles workflows through one serialized per-key pipeline.
@@ -82,6 +86,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	argo     versioned.Interface
 	dynamic  dynamic.Interface
+	actions  *actionsv1.Client
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
@@ -144,6 +149,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.dynamic, err = dynamic.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
+	if c.actions, err = actionsv1.NewForConfig(config); err != nil {
+		return nil, err
+	}
 	if c.metrics, err = newMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
@@ -156,7 +164,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	c.events = record.NewBroadcaster(record.WithContext(context.Background()))
 	eventScheme := runtime.NewScheme()
-	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme)); err != nil {
+	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme), actionsv1.AddToScheme(eventScheme)); err != nil {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
@@ -184,10 +192,25 @@ func CheckWorkflowCRD(ctx context.Context, client dynamic.Interface) error {
 	return extstatus.CheckCRDPreserves(crd)
 }
 
+func checkCRDInstalled(ctx context.Context, client dynamic.Interface, name string) error {
+	_, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the %s CRD is not installed: kubectl apply -k config/crd", name)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the %s CRD: %w", name, err)
+	}
+	return nil
+}
+
 // Run serves until ctx ends, then drains: in-flight reconciles finish and their writes complete.
 func (c *Controller) Run(ctx context.Context) error {
 	c.started.Store(true)
 	if err := CheckWorkflowCRD(ctx, c.dynamic); err != nil {
+		return err
+	}
+	if err := checkCRDInstalled(ctx, c.dynamic, "workflowactions.argoproj.io"); err != nil {
 		return err
 	}
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})

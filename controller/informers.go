@@ -79,6 +79,7 @@ type informerSet struct {
 	workflows      cache.SharedIndexInformer
 	pods           cache.SharedIndexInformer
 	results        cache.SharedIndexInformer
+	actions        cache.SharedIndexInformer
 }
 
 func (c *Controller) newInformers() (*informerSet, error) {
@@ -153,6 +154,18 @@ func (c *Controller) newInformers() (*informerSet, error) {
 			c.enqueueOwner(obj)
 		},
 	}
+	s.actions = c.newActionInformer()
+	if _, err := s.actions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueAction,
+		UpdateFunc: func(old, obj any) {
+			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+				c.enqueueAction(obj)
+			}
+		},
+		DeleteFunc: c.enqueueAction, // its record in appliedActions can be pruned
+	}); err != nil {
+		return nil, fmt.Errorf("adding workflowaction handlers: %w", err)
+	}
 	for name, inf := range map[string]cache.SharedIndexInformer{"pods": s.pods, "workflowtaskresults": s.results} {
 		if _, err := inf.AddEventHandler(owned); err != nil {
 			return nil, fmt.Errorf("adding %s handlers: %w", name, err)
@@ -164,11 +177,13 @@ func (c *Controller) newInformers() (*informerSet, error) {
 func (s *informerSet) start(stop <-chan struct{}) {
 	s.dynamicFactory.Start(stop)
 	s.kubeFactory.Start(stop)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.results.Run(stop)
-	}()
+	for _, inf := range []cache.SharedIndexInformer{s.results, s.actions} {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			inf.Run(stop)
+		}()
+	}
 }
 
 func (s *informerSet) shutdown() {
@@ -178,7 +193,7 @@ func (s *informerSet) shutdown() {
 }
 
 func (s *informerSet) synced() []cache.InformerSynced {
-	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced}
+	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced, s.actions.HasSynced}
 }
 
 func (c *Controller) enqueueObject(obj any) {

@@ -42,6 +42,7 @@ type metrics struct {
 	releasedBeforePersist prometheus.Counter
 	releaseErrors         prometheus.Counter
 	heldPods              *prometheus.GaugeVec
+	actions               *prometheus.CounterVec
 	directReads           *prometheus.CounterVec
 	ignoredResults        *prometheus.CounterVec
 	resultWait            prometheus.Histogram
@@ -72,6 +73,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
 		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizer_release_errors_total",
 			Help: "Failed attempts to remove the status finalizer (retried with backoff)."}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_actions_total",
+			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Unknown), phase and reason."},
+			[]string{"action", "phase", "reason"}),
 		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
 			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
 			[]string{"age"}),
@@ -87,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions,
 		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

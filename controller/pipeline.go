@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if p == nil || err != nil {
 		return requeue, err
 	}
+	if err := c.drainActions(ctx, p); err != nil {
+		return 0, err
+	}
 	c.reconcileTaskResults(ctx, p)
 	c.assessNodes(p)
 	if err := c.execute(ctx, p); err != nil {
@@ -65,8 +69,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return staleRequeue, nil
 	}
 	c.afterPersist(p, outcome == written)
-	// Intent first: a finalizer goes only once the write recording its node's final state succeeded.
-	if err := c.releaseFinalizers(ctx, p.WF, p.Pods); err != nil {
+	// Intent first: outcomes and finalizer releases only follow the write that records them.
+	if err := errors.Join(c.reportActions(ctx, p), c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
 		return 0, err
 	}
 	if p.requeueSoon {
@@ -150,10 +154,12 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	if !exists {
 		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
 		c.setWaiting(key, 0)
-		return nil, 0, c.releaseOrphans(ctx, key)
+		return nil, 0, errors.Join(c.failOrphanActions(ctx, key), c.releaseOrphans(ctx, key))
 	}
-	if err := c.releaseOrphans(ctx, key); err != nil {
-		return nil, 0, err // pods of an older workflow of the same name
+	orphanErr := c.releaseOrphans(ctx, key) // pods of an older workflow of the same name
+	if orphanErr != nil {
+		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
+		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
 	}
 	u := obj.(*unstructured.Unstructured)
 	if c.isStale(u) {
@@ -170,7 +176,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
 		// A completed workflow is never written again; only finalizers a failed release left behind remain.
-		return nil, 0, c.releaseFinalizers(ctx, wf, c.podsOf(wf))
+		return nil, 0, errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, c.podsOf(wf)))
 	}
 	loaded, err := extstatus.ToUnstructured(wf, ext)
 	if err != nil {
@@ -178,8 +184,9 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	loaded.SetResourceVersion(u.GetResourceVersion())
 	return &pass{
-		key:    key,
-		loaded: loaded,
+		key:         key,
+		loaded:      loaded,
+		requeueSoon: orphanErr != nil,
 		Pass: engine.Pass{
 			WF:   wf,
 			Ext:  &ext,

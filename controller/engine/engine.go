@@ -47,11 +47,9 @@ func shutdown(p *Pass) wfv1.ShutdownStrategy {
 	return p.WF.Spec.Shutdown
 }
 
+// suspended is the accepted suspension (a Suspend action) or the legacy spec.suspend; Resume clears both.
 func suspended(p *Pass) bool {
-	if p.Ext != nil && p.Ext.Suspended != nil {
-		return *p.Ext.Suspended
-	}
-	return p.WF.Spec.Suspend != nil && *p.WF.Spec.Suspend
+	return (p.Ext != nil && p.Ext.Suspended != nil && *p.Ext.Suspended) || (p.WF.Spec.Suspend != nil && *p.WF.Spec.Suspend)
 }
 
 func deadline(wf *wfv1.Workflow) time.Time {

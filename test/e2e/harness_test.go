@@ -42,6 +42,35 @@ type env struct {
 	ctrl     *controller.Controller
 	node     *simnode.Node
 	registry *prometheus.Registry
+	// stopController stops the running controller (idempotent).
+	stopController func()
+}
+
+// startController runs a controller for the namespace, replacing stopController.
+func (e *env) startController(o envOptions) {
+	e.t.Helper()
+	logger := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e.registry = prometheus.NewRegistry()
+	ctrl, err := controller.New(cp.Config(), controller.Options{
+		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
+		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
+		WrapListWatch: o.wrap, Registry: e.registry,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ctrl = ctrl
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ctrl.Run(ctx); err != nil {
+			e.t.Errorf("controller: %v", err)
+		}
+	}()
+	var once sync.Once
+	e.stopController = func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
 type envOptions struct {
@@ -58,36 +87,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config())}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e.registry = prometheus.NewRegistry()
-	e.ctrl, err = controller.New(cp.Config(), controller.Options{
-		Namespace: ns, Workers: max(o.workers, 4), StatusFinalizer: true,
-		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
-		WrapListWatch: o.wrap, Registry: e.registry,
-	})
+	e.startController(o)
+	t.Cleanup(func() { e.stopController() }) // the controller running at the end, after restarts
+	e.node, err = simnode.Start(context.Background(), simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, Logf: func(string, ...any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := e.ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	e.node, err = simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, Logf: func(string, ...any) {}})
-	if err != nil {
-		cancel()
-		wg.Wait()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.node.Stop()
-		cancel()
-		wg.Wait()
-	})
+	t.Cleanup(e.node.Stop)
 	return e
 }
 

@@ -1,0 +1,174 @@
+package actions
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller/extstatus"
+)
+
+// Outcome reasons, one per outcome.
+const (
+	ReasonApplied                  = "Applied"
+	ReasonAlreadyApplied           = "AlreadyApplied"
+	ReasonWorkflowNotFound         = "WorkflowNotFound"
+	ReasonWorkflowCompleted        = "WorkflowCompleted"
+	ReasonNothingToResume          = "NothingToResume"
+	ReasonNothingToSuspend         = "NothingToSuspend"
+	ReasonNothingToStop            = "NothingToStop"
+	ReasonInvalidNodeFieldSelector = "InvalidNodeFieldSelector"
+	ReasonUnknownAction            = "UnknownAction"
+)
+
+// Outcome is what applying one action did.
+type Outcome struct {
+	Phase   v1alpha1.ActionPhase
+	Reason  string
+	Message string
+}
+
+func succeeded(msg string) Outcome {
+	return Outcome{Phase: v1alpha1.PhaseSucceeded, Reason: ReasonApplied, Message: msg}
+}
+
+func failed(reason, format string, args ...any) Outcome {
+	return Outcome{Phase: v1alpha1.PhaseFailed, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Sort orders actions as the controller applies them: by creationTimestamp, ties by name.
+func Sort(list []*v1alpha1.WorkflowAction) {
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+}
+
+// Targets reports whether the action is meant for this incarnation of the workflow (UID pinning).
+func Targets(a *v1alpha1.WorkflowAction, wf *wfv1.Workflow) bool {
+	return a.Spec.WorkflowRef.Name == wf.Name && (a.Spec.WorkflowRef.UID == "" || a.Spec.WorkflowRef.UID == wf.UID)
+}
+
+// Apply applies one action to the in-memory workflow and its status extensions, upstream's semantics.
+func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAction, now metav1.Time) Outcome {
+	if wf.Status.Phase.Completed() {
+		return failed(ReasonWorkflowCompleted, "workflow %s is already %s", wf.Name, wf.Status.Phase)
+	}
+	switch a.Spec.Action {
+	case v1alpha1.ActionSuspend:
+		if suspended(wf, ext) {
+			return failed(ReasonNothingToSuspend, "workflow %s is already suspended", wf.Name)
+		}
+		t := true
+		ext.Suspended = &t
+		return succeeded("workflow suspended")
+	case v1alpha1.ActionResume:
+		return resume(wf, ext, a.Spec.Resume, now)
+	case v1alpha1.ActionStop:
+		if a.Spec.Stop != nil && a.Spec.Stop.NodeFieldSelector != "" {
+			return stopNodes(wf, a.Spec.Stop, now)
+		}
+		ext.Shutdown = wfv1.ShutdownStrategyStop
+		return succeeded("workflow stopping: running steps are stopped, exit handlers still run")
+	case v1alpha1.ActionTerminate:
+		ext.Shutdown = wfv1.ShutdownStrategyTerminate
+		return succeeded("workflow terminating")
+	default:
+		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop or Terminate)", a.Spec.Action)
+	}
+}
+
+func suspended(wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
+	return (ext.Suspended != nil && *ext.Suspended) || (wf.Spec.Suspend != nil && *wf.Spec.Suspend)
+}
+
+// resume lifts the workflow's suspension and marks active suspend nodes (those matching the selector, if
+// any) Succeeded with the given outputs, as argo's resume does.
+func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.ResumeParameters, now metav1.Time) Outcome {
+	selector := fields.Everything()
+	if params != nil && params.NodeFieldSelector != "" {
+		s, err := fields.ParseSelector(params.NodeFieldSelector)
+		if err != nil {
+			return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", params.NodeFieldSelector, err)
+		}
+		selector = s
+	}
+	nodes := activeSuspendNodes(wf, selector)
+	wasSuspended := suspended(wf, ext) && (params == nil || params.NodeFieldSelector == "")
+	if len(nodes) == 0 && !wasSuspended {
+		return failed(ReasonNothingToResume, "workflow %s has nothing suspended to resume (no suspended workflow, no active suspend node matching)", wf.Name)
+	}
+	if wasSuspended {
+		f := false
+		ext.Suspended = &f
+		wf.Spec.Suspend = nil
+	}
+	for _, id := range nodes {
+		n := wf.Status.Nodes[id]
+		n.Phase = wfv1.NodeSucceeded
+		n.Message = ""
+		n.FinishedAt = now
+		if params != nil && len(params.OutputParameters) > 0 {
+			if n.Outputs == nil {
+				n.Outputs = &wfv1.Outputs{}
+			}
+			for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
+				n.Outputs.Parameters = append(n.Outputs.Parameters, wfv1.Parameter{Name: k, Value: wfv1.AnyStringPtr(params.OutputParameters[k])})
+			}
+		}
+		wf.Status.Nodes[id] = n
+	}
+	return succeeded(fmt.Sprintf("resumed (%d suspend nodes)", len(nodes)))
+}
+
+// stopNodes fails the active suspend nodes matching the selector with the message.
+func stopNodes(wf *wfv1.Workflow, params *v1alpha1.StopParameters, now metav1.Time) Outcome {
+	selector, err := fields.ParseSelector(params.NodeFieldSelector)
+	if err != nil {
+		return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", params.NodeFieldSelector, err)
+	}
+	nodes := activeSuspendNodes(wf, selector)
+	if len(nodes) == 0 {
+		return failed(ReasonNothingToStop, "no active suspend node of %s matches %q", wf.Name, params.NodeFieldSelector)
+	}
+	for _, id := range nodes {
+		n := wf.Status.Nodes[id]
+		n.Phase = wfv1.NodeFailed
+		n.Message = params.Message
+		n.FinishedAt = now
+		wf.Status.Nodes[id] = n
+	}
+	return succeeded(fmt.Sprintf("stopped %d suspend nodes", len(nodes)))
+}
+
+// activeSuspendNodes are the Running suspend nodes matching selector, by the fields argo's selectors use.
+func activeSuspendNodes(wf *wfv1.Workflow, selector fields.Selector) []string {
+	var out []string
+	for id, n := range wf.Status.Nodes {
+		if n.Type != wfv1.NodeTypeSuspend || n.Phase != wfv1.NodeRunning {
+			continue
+		}
+		set := fields.Set{"id": n.ID, "name": n.Name, "displayName": n.DisplayName, "templateName": n.TemplateName, "phase": string(n.Phase)}
+		if n.Inputs != nil {
+			for _, p := range n.Inputs.Parameters {
+				if p.Value != nil {
+					set["inputs.parameters."+p.Name+".value"] = p.Value.String()
+				}
+			}
+		}
+		if selector.Matches(set) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

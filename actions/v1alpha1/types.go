@@ -1,0 +1,111 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Action values (an open enum: the controller fails unknown ones with reason UnknownAction).
+const (
+	ActionSuspend   = "Suspend"
+	ActionResume    = "Resume"
+	ActionStop      = "Stop"
+	ActionTerminate = "Terminate"
+)
+
+// ActionPhase is the lifecycle of an action: Pending until the controller reports exactly one outcome.
+type ActionPhase string
+
+// Phases. An empty phase is Pending.
+const (
+	PhasePending   ActionPhase = "Pending"
+	PhaseSucceeded ActionPhase = "Succeeded"
+	PhaseFailed    ActionPhase = "Failed"
+)
+
+// WorkflowAction asks the controller to perform an action on a workflow; the controller applies it inside
+// the workflow's reconcile and reports the outcome on status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wfa
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.workflowRef.name`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkflowAction struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkflowActionSpec   `json:"spec"`
+	Status WorkflowActionStatus `json:"status,omitempty"`
+}
+
+// WorkflowActionSpec says which workflow and what to do. It is immutable.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+// +kubebuilder:validation:XValidation:rule="!(has(self.resume) && has(self.stop))",message="at most one parameter block may be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.resume) || self.action == 'Resume'",message="spec.resume is only allowed with action Resume"
+// +kubebuilder:validation:XValidation:rule="!has(self.stop) || self.action == 'Stop'",message="spec.stop is only allowed with action Stop"
+type WorkflowActionSpec struct {
+	WorkflowRef WorkflowRef `json:"workflowRef"`
+	// Action is Suspend, Resume, Stop or Terminate.
+	// +kubebuilder:validation:MinLength=1
+	Action string `json:"action"`
+	// +optional
+	Resume *ResumeParameters `json:"resume,omitempty"`
+	// +optional
+	Stop *StopParameters `json:"stop,omitempty"`
+}
+
+// WorkflowRef names the target workflow in the action's namespace; a UID pins one incarnation of the name.
+type WorkflowRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+}
+
+// ResumeParameters narrow a Resume to suspend nodes matching a node field selector, and set their outputs.
+type ResumeParameters struct {
+	// +optional
+	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+	// +optional
+	OutputParameters map[string]string `json:"outputParameters,omitempty"`
+}
+
+// StopParameters narrow a Stop to suspend nodes matching a node field selector, failed with Message.
+type StopParameters struct {
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+}
+
+// WorkflowActionStatus is the outcome, written once by the controller.
+type WorkflowActionStatus struct {
+	// +kubebuilder:validation:Enum=Pending;Succeeded;Failed
+	// +optional
+	Phase ActionPhase `json:"phase,omitempty"`
+	// Reason is a machine-readable CamelCase outcome, e.g. WorkflowNotFound.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// Terminal reports whether the action has its outcome.
+func (s WorkflowActionStatus) Terminal() bool {
+	return s.Phase == PhaseSucceeded || s.Phase == PhaseFailed
+}
+
+// WorkflowActionList is a list of WorkflowActions.
+//
+// +kubebuilder:object:root=true
+type WorkflowActionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkflowAction `json:"items"`
+}

@@ -1,0 +1,314 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/wfguard/wfguard/actions"
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+func (e *env) actionClient() *v1alpha1.NamespacedClient {
+	e.t.Helper()
+	c, err := v1alpha1.NewForConfig(cp.Config())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c.Namespace(e.ns)
+}
+
+// act creates an action and waits for its terminal status (the sync contract, by hand).
+func (e *env) act(name string, spec v1alpha1.WorkflowActionSpec) *v1alpha1.WorkflowAction {
+	e.t.Helper()
+	a := e.create(name, spec)
+	return e.waitAction(a.Name)
+}
+
+func (e *env) create(name string, spec v1alpha1.WorkflowActionSpec) *v1alpha1.WorkflowAction {
+	e.t.Helper()
+	a, err := e.actionClient().Create(e.t.Context(), &v1alpha1.WorkflowAction{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"workflows.argoproj.io/creator": "alice"}},
+		Spec:       spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating action %s: %v", name, err)
+	}
+	return a
+}
+
+func (e *env) waitAction(name string) *v1alpha1.WorkflowAction {
+	e.t.Helper()
+	var got *v1alpha1.WorkflowAction
+	err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		a, err := e.actionClient().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = a
+		return a.Status.Terminal(), nil
+	})
+	if err != nil {
+		e.t.Fatalf("action %s never reached a terminal phase (status %+v): %v", name, got.Status, err)
+	}
+	return got
+}
+
+func (e *env) extStatus(name string) map[string]any {
+	e.t.Helper()
+	u, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
+		Namespace(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	return status
+}
+
+func expectOutcome(t *testing.T, a *v1alpha1.WorkflowAction, phase v1alpha1.ActionPhase, reason string) {
+	t.Helper()
+	if a.Status.Phase != phase || a.Status.Reason != reason || a.Status.CompletionTime == nil {
+		t.Errorf("action %s (%s) = %s/%s %q, want %s/%s with a completion time", a.Name, a.Spec.Action,
+			a.Status.Phase, a.Status.Reason, a.Status.Message, phase, reason)
+	}
+}
+
+func ref(name string) v1alpha1.WorkflowRef { return v1alpha1.WorkflowRef{Name: name} }
+
+const approval = `
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: approve, template: approve}
+    - - {name: after, template: report, arguments: {parameters: [{name: answer, value: "{{steps.approve.outputs.parameters.answer}}"}]}}
+  - name: approve
+    suspend: {}
+    outputs: {parameters: [{name: answer, valueFrom: {supplied: {}}}]}
+  - name: report
+    inputs: {parameters: [{name: answer}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.answer}}"]}
+`
+
+func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(fmt.Sprintf(approval, "approval"))
+	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "approval[0].approve")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+
+	early := e.act("resume-nothing", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("nope"), Action: v1alpha1.ActionResume})
+	expectOutcome(t, early, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
+
+	s := e.act("suspend-1", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	expectOutcome(t, s, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	if st := e.extStatus(wf.Name); st["suspended"] != true {
+		t.Errorf("status.suspended = %v, want true", st["suspended"])
+	}
+	again := e.act("suspend-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	expectOutcome(t, again, v1alpha1.PhaseFailed, actions.ReasonNothingToSuspend)
+
+	bad := e.act("resume-bad-selector", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
+		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "no-operator"}})
+	expectOutcome(t, bad, v1alpha1.PhaseFailed, actions.ReasonInvalidNodeFieldSelector)
+	unknown := e.act("retry", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: "Retry"})
+	expectOutcome(t, unknown, v1alpha1.PhaseFailed, actions.ReasonUnknownAction)
+
+	// Resume the approve node with an output, as `argo resume --node-field-selector` would.
+	r := e.act("resume-approve", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
+		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=approve", OutputParameters: map[string]string{"answer": "yes"}}})
+	expectOutcome(t, r, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	// The workflow-level suspension still holds the next step until a plain Resume lifts it.
+	held := e.waitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "approval[0].approve")
+		return n != nil && n.Phase == wfv1.NodeSucceeded
+	})
+	if nodeByName(held, "approval[1].after") != nil {
+		t.Errorf("a step started while the workflow was suspended")
+	}
+	lift := e.act("resume-all", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
+	expectOutcome(t, lift, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+	}
+	if args := mainArgs(e.podOf(done, "approval[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
+		t.Errorf("after's argv = %v, want the supplied answer yes", args)
+	}
+	if done.Labels["workflows.argoproj.io/actor"] != "alice" || done.Labels["workflows.argoproj.io/action"] != "resume" {
+		t.Errorf("actor labels = %v", done.Labels)
+	}
+	if st := e.extStatus(wf.Name); st["appliedActions"] != nil {
+		t.Errorf("appliedActions not pruned after the outcomes were written: %v", st["appliedActions"])
+	}
+	late := e.act("resume-late", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
+	expectOutcome(t, late, v1alpha1.PhaseFailed, actions.ReasonWorkflowCompleted)
+	e.waitEvent(wf.Name, controller.ReasonActionApplied)
+}
+
+func TestResumeBeforeTheSuspendNodeExistsIsRefusedNotSilentlyAccepted(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"ok": {Hold: hold}}}})
+	wf := e.submit(`
+metadata: {name: not-yet}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: first, template: ok}], [{name: approve, template: approve}]]
+  - name: ok
+    container: {image: alpine, command: [sleep, "3600"]}
+  - name: approve
+    suspend: {}
+`)
+	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
+	a := e.act("early", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
+	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonNothingToResume)
+}
+
+func TestStopAndTerminateActions(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(fmt.Sprintf(approval, "stop-node"))
+	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "stop-node[0].approve")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+	none := e.act("stop-none", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionStop,
+		Stop: &v1alpha1.StopParameters{NodeFieldSelector: "displayName=nope", Message: "x"}})
+	expectOutcome(t, none, v1alpha1.PhaseFailed, actions.ReasonNothingToStop)
+	stop := e.act("stop-approve", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionStop,
+		Stop: &v1alpha1.StopParameters{NodeFieldSelector: "displayName=approve", Message: "rejected by bob"}})
+	expectOutcome(t, stop, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	done := e.waitCompleted(wf.Name)
+	if n := nodeByName(done, "stop-node[0].approve"); n.Phase != wfv1.NodeFailed || n.Message != "rejected by bob" {
+		t.Errorf("approve = %s %q, want Failed \"rejected by bob\"", n.Phase, n.Message)
+	}
+
+	other := e.submit(fmt.Sprintf(approval, "terminated"))
+	e.waitFor(other.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "terminated[0].approve") != nil })
+	// Both actions reach the same drain: create them while the controller is stopped.
+	e.stopController()
+	t1 := e.create("terminate-1", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate})
+	t2 := e.create("terminate-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate})
+	e.startController(envOptions{})
+	// No dedup: a second Terminate succeeds as a no-op.
+	expectOutcome(t, e.waitAction(t1.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	expectOutcome(t, e.waitAction(t2.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	term := e.waitCompleted(other.Name)
+	if term.Status.Phase != wfv1.WorkflowFailed || term.Status.Message != "Stopped with strategy 'Terminate'" {
+		t.Errorf("terminated = %s %q", term.Status.Phase, term.Status.Message)
+	}
+	if st := e.extStatus(other.Name); st["shutdown"] != "Terminate" {
+		t.Errorf("status.shutdown = %v, want Terminate", st["shutdown"])
+	}
+}
+
+func TestActionsAreAppliedInCreationOrder(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(fmt.Sprintf(approval, "burst"))
+	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "burst[0].approve") != nil })
+	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name).
+	var names []string
+	for i := range 20 {
+		kind := v1alpha1.ActionSuspend
+		if i%2 == 1 {
+			kind = v1alpha1.ActionResume
+		}
+		names = append(names, e.create(fmt.Sprintf("burst-%02d", i), v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: kind}).Name)
+	}
+	for _, n := range names {
+		expectOutcome(t, e.waitAction(n), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	}
+}
+
+func TestAUIDPinnedActionNeverTouchesASameNamedReplacement(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(fmt.Sprintf(approval, "pinned"))
+	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "pinned[0].approve") != nil })
+	a := e.act("pinned-old", v1alpha1.WorkflowActionSpec{
+		WorkflowRef: v1alpha1.WorkflowRef{Name: wf.Name, UID: types.UID("00000000-0000-0000-0000-000000000001")},
+		Action:      v1alpha1.ActionTerminate})
+	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
+	if got, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != wfv1.WorkflowRunning {
+		t.Errorf("the workflow was touched by an action pinned to another UID: %v %v", got.Status.Phase, err)
+	}
+}
+
+func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *testing.T) {
+	// This controller "dies" after every workflow write that recorded an action, before the action write.
+	hooks := controller.Hooks{BeforeActionStatus: func(string) bool { return false }}
+	e := newEnv(t, envOptions{hooks: hooks})
+	wf := e.submit(fmt.Sprintf(approval, "crash"))
+	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "crash[0].approve") != nil })
+	a := e.create("suspend-once", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		st := e.extStatus(wf.Name)
+		return st["suspended"] == true && st["appliedActions"] != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the action's effect and record were not persisted together: %v", err)
+	}
+	e.stopController()
+	if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
+		t.Fatalf("the crash point did not hold back the action write")
+	}
+	e.startController(envOptions{})
+	// Re-applying Suspend would fail with NothingToSuspend; the replay must be recognized instead.
+	expectOutcome(t, e.waitAction(a.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+}
+
+func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	client := e.actionClient()
+	cases := []struct {
+		name string
+		spec v1alpha1.WorkflowActionSpec
+		want string
+	}{
+		{"a resume block on a Stop", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Stop", Resume: &v1alpha1.ResumeParameters{}},
+			"spec.resume is only allowed with action Resume"},
+		{"two parameter blocks", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Resume",
+			Resume: &v1alpha1.ResumeParameters{}, Stop: &v1alpha1.StopParameters{}}, "at most one parameter block may be set"},
+		{"an empty workflowRef", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(""), Action: "Stop"}, "spec.workflowRef.name"},
+		{"an empty action", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x")}, "spec.action"},
+	}
+	for _, tc := range cases {
+		_, err := client.Create(t.Context(), &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-"}, Spec: tc.spec}, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
+		}
+	}
+	a := e.act("immutable", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Stop"})
+	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
+	a.Spec.Action = "Terminate"
+	_, err := dynamicUpdate(t, e.ns, a)
+	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
+		t.Errorf("changing the spec: err = %v, want immutable", err)
+	}
+}
+
+func dynamicUpdate(t *testing.T, ns string, a *v1alpha1.WorkflowAction) (*unstructured.Unstructured, error) {
+	t.Helper()
+	client := dynamic.NewForConfigOrDie(cp.Config()).Resource(v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.Resource)).Namespace(ns)
+	u, err := client.Get(t.Context(), a.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(u.Object, a.Spec.Action, "spec", "action")
+	return client.Update(t.Context(), u, metav1.UpdateOptions{})
+}
