@@ -231,3 +231,32 @@ func (c *Controller) settleActionsOfCompleted(ctx context.Context, key string, w
 	}
 	return errors.Join(errs...)
 }
+
+// gcActions deletes terminal actions ActionTTL after their completion; pending ones never expire by clock.
+func (c *Controller) gcActions(ctx context.Context) {
+	ticker := c.clock.NewTicker(c.opts.ActionGCInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		now := c.clock.Now()
+		for _, o := range c.inf.actions.GetStore().List() {
+			a := o.(*v1alpha1.WorkflowAction)
+			if !a.Status.Terminal() || a.Status.CompletionTime == nil || now.Before(a.Status.CompletionTime.Add(c.opts.ActionTTL)) {
+				continue
+			}
+			err := c.actions.Namespace(a.Namespace).Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				c.log.Warn("deleting an expired workflow action", "action", a.Namespace+"/"+a.Name, "err", err)
+				continue
+			}
+			c.metrics.actionsExpired.Inc()
+		}
+		if h := c.opts.Hooks.AfterActionGC; h != nil {
+			h()
+		}
+	}
+}

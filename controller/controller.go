@@ -50,6 +50,10 @@ type Options struct {
 	TaskResultTimeout time.Duration
 	// DirectReadBudget caps task-result reads past the cache per workflow pass (default 20).
 	DirectReadBudget int
+	// ActionTTL is how long a terminal WorkflowAction is kept after its completion (default 24h).
+	ActionTTL time.Duration
+	// ActionGCInterval is how often expired actions are looked for (default 1m).
+	ActionGCInterval time.Duration
 	// OrphanSweepInterval is how often pods of deleted workflows are looked for (0 disables the sweep;
 	// pod events and start-up still find them).
 	OrphanSweepInterval time.Duration
@@ -76,6 +80,8 @@ type Hooks struct {
 	// BeforeActionStatus runs after a persist that recorded actions, before their statuses are written;
 	// returning false skips the writes, as a crash at that point would (the crash-point seam).
 	BeforeActionStatus func(key string) bool
+	// AfterActionGC runs after each pass of the expired-action GC.
+	AfterActionGC func()
 }
 
 // Controller reconciles workflows through one serialized per-key pipeline.
@@ -127,6 +133,12 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.TaskResultTimeout <= 0 {
 		opts.TaskResultTimeout = taskresult.DefaultTimeout
+	}
+	if opts.ActionTTL <= 0 {
+		opts.ActionTTL = 24 * time.Hour
+	}
+	if opts.ActionGCInterval <= 0 {
+		opts.ActionGCInterval = time.Minute
 	}
 	if opts.DirectReadBudget <= 0 {
 		opts.DirectReadBudget = 20
@@ -231,6 +243,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		c.sweepOrphans(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.gcActions(ctx)
 	}()
 	for range c.opts.Workers {
 		wg.Add(1)

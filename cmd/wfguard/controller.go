@@ -48,6 +48,7 @@ type controllerFlags struct {
 	podStatusFinalizer bool
 	taskResultTimeout  time.Duration
 	orphanSweep        time.Duration
+	actionTTL          time.Duration
 	logFormat          string
 	logLevel           string
 }
@@ -74,6 +75,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"how long a node waits for its task result after its pod ended before it fails (annotation "+taskresult.AnnotationTimeout+" overrides per workflow)")
 	fs.DurationVar(&f.orphanSweep, "orphan-sweep-interval", time.Minute,
 		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
+	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -188,7 +190,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	ctrl, err := controller.New(config, controller.Options{
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
-		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep,
+		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		Logger: log, Registry: registry,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ Usage:
   wfguard controller [flags]   run the workflow controller (replaces argo's workflow-controller)
   wfguard demo [flags]         run examples/*.yaml on an embedded control plane and report
   wfguard up [flags]           keep an embedded control plane + controller + simulated node running
+  wfguard action ACTION WF     suspend|resume|stop|terminate a workflow and wait for the outcome
   wfguard help                 show this help
 
 Run 'wfguard <command> -h' for a command's flags.
@@ -34,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(args[1:], stdout, stderr)
 	case "up":
 		return runUp(args[1:], stdout, stderr)
+	case "action":
+		return runAction(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

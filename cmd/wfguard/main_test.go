@@ -248,3 +248,55 @@ func TestUpServesASandboxUntilInterruptedThenCleansUp(t *testing.T) {
 		t.Errorf("the kubeconfig was left behind (stat err %v)", err)
 	}
 }
+
+func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "act")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "idle") // no controller watches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := startController(t, "cli", ns)
+	waitUntil(t, "the controller became ready", 60*time.Second, func() bool { code, _ := ctrl.get("/readyz"); return code == 200 })
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	if _, err := argo.ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), &wfv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "gate"},
+		Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main",
+			Steps: []wfv1.ParallelSteps{{Steps: []wfv1.WorkflowStep{{Name: "approve", Template: "approve"}}}}},
+			{Name: "approve", Suspend: &wfv1.SuspendTemplate{}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the workflow is suspended at approve", 60*time.Second, func() bool {
+		wf, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), "gate", metav1.GetOptions{})
+		return err == nil && len(wf.Status.Nodes) >= 3
+	})
+	kc := "--kubeconfig=" + cp.Kubeconfig
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"suspending a running workflow succeeds and prints its state", []string{"action", "suspend", "gate", "-n", ns, kc}, 0, "workflow " + ns + "/gate: phase Running"},
+		{"suspending it again is a failed precondition", []string{"action", "suspend", "gate", "-n", ns, kc}, 4, "NothingToSuspend"},
+		{"a selector that does not parse is an invalid argument", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=no-operator"}, 3, "InvalidNodeFieldSelector"},
+		{"a missing workflow is not found", []string{"action", "terminate", "nope", "-n", ns, kc}, 5, "WorkflowNotFound"},
+		{"resuming the node with an output succeeds", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=displayName=approve", "--output-parameter=ok=yes"}, 0, "Applied"},
+		{"no controller: the deadline names the action", []string{"action", "stop", "gate", "-n", idle, kc, "--timeout=1s"}, 6, "DeadlineExceeded: action gate-stop-"},
+		{"flags that do not apply are refused", []string{"action", "terminate", "gate", "--message=x"}, 2, "do not apply to terminate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(tc.args, &out, &out); code != tc.wantCode {
+				t.Errorf("exit code = %d, want %d; output:\n%s", code, tc.wantCode, out.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("output lacks %q:\n%s", tc.wantOut, out.String())
+			}
+		})
+	}
+}

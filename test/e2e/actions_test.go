@@ -8,11 +8,13 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
@@ -311,4 +313,52 @@ func dynamicUpdate(t *testing.T, ns string, a *v1alpha1.WorkflowAction) (*unstru
 	}
 	_ = unstructured.SetNestedField(u.Object, a.Spec.Action, "spec", "action")
 	return client.Update(t.Context(), u, metav1.UpdateOptions{})
+}
+
+func TestFinishedActionsAreDeletedAfterTheirTTLAndPendingOnesNever(t *testing.T) {
+	fake := testingclock.NewFakeClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	// The controller "crashes" before writing outcomes for workflow held, so its action stays Pending.
+	gcRuns := make(chan struct{}, 100)
+	hooks := controller.Hooks{
+		BeforeActionStatus: func(key string) bool { return !strings.HasSuffix(key, "/held") },
+		AfterActionGC:      func() { gcRuns <- struct{}{} },
+	}
+	// gcPass steps the clock and waits for the GC pass that tick starts.
+	gcPass := func(d time.Duration) {
+		for len(gcRuns) > 0 {
+			<-gcRuns
+		}
+		fake.Step(d)
+		select {
+		case <-gcRuns:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no action GC pass after the clock moved")
+		}
+	}
+	e := newEnv(t, envOptions{clock: fake, ttl: time.Hour, hooks: hooks})
+	held := e.submit(fmt.Sprintf(approval, "held"))
+	e.waitFor(held.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "held[0].approve") != nil })
+	pending := e.create("pending", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(held.Name), Action: v1alpha1.ActionSuspend})
+	finished := e.act("finished", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("absent"), Action: v1alpha1.ActionSuspend})
+	expectOutcome(t, finished, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		st := e.extStatus(held.Name)
+		return st["appliedActions"] != nil, nil
+	})
+	if err != nil {
+		t.Fatal("the pending action was never recorded")
+	}
+	// Not yet expired: a GC pass at 59 minutes deletes nothing.
+	gcPass(59 * time.Minute)
+	if _, err := e.actionClient().Get(t.Context(), finished.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("a finished action was deleted before its TTL: %v", err)
+	}
+	gcPass(2 * time.Minute)
+	if _, err := e.actionClient().Get(t.Context(), finished.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the finished action outlived its TTL: %v", err)
+	}
+	gcPass(48 * time.Hour)
+	if got, err := e.actionClient().Get(t.Context(), pending.Name, metav1.GetOptions{}); err != nil || got.Status.Terminal() {
+		t.Errorf("the pending action expired or changed: %v %+v", err, got)
+	}
 }

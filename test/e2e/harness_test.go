@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
@@ -54,7 +55,7 @@ func (e *env) startController(o envOptions) {
 	ctrl, err := controller.New(cp.Config(), controller.Options{
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
-		WrapListWatch: o.wrap, Registry: e.registry,
+		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -78,6 +79,8 @@ type envOptions struct {
 	workers int
 	hooks   controller.Hooks
 	wrap    func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
+	clock   clock.WithTicker
+	ttl     time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {

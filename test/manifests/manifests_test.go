@@ -16,12 +16,16 @@ import (
 
 	"go.uber.org/goleak"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/wfguard/wfguard/test/controlplane"
@@ -389,5 +393,69 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 			t.Fatalf("%s: object without apiVersion, kind or name: %v", path, obj.Object)
 		}
 		objs = append(objs, obj)
+	}
+}
+
+func TestTheExamplePolicyDeniesTerminateToDevelopersOnly(t *testing.T) {
+	root := moduleRoot(t)
+	config := cp.Config()
+	dyn := dynamic.NewForConfigOrDie(config)
+	groups, err := restmapper.GetAPIGroupResources(kubernetes.NewForConfigOrDie(config).Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	files := []string{"config/policy/deny-terminate-for-developers.yaml", "config/rbac/action_requester_role.yaml"}
+	for _, f := range files {
+		for _, obj := range readObjects(t, filepath.Join(root, f)) {
+			mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dyn.Resource(mapping.Resource).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("creating %s: %v", obj.GetName(), err)
+			}
+		}
+	}
+	ns := "policy-test"
+	if err := controlplane.CreateNamedNamespace(t.Context(), config, ns); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(config)
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "developers-request-actions"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "wfguard-action-requester"},
+		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "developers", APIGroup: "rbac.authorization.k8s.io"}, {Kind: "Group", Name: "operators", APIGroup: "rbac.authorization.k8s.io"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	as := func(group string) dynamic.ResourceInterface {
+		c := rest.CopyConfig(config)
+		c.Impersonate = rest.ImpersonationConfig{UserName: "someone-" + group, Groups: []string{group, "system:authenticated"}}
+		return dynamic.NewForConfigOrDie(c).Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowactions"}).Namespace(ns)
+	}
+	action := func(kind string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowAction",
+			"metadata": map[string]any{"generateName": "act-"},
+			"spec":     map[string]any{"workflowRef": map[string]any{"name": "wf"}, "action": kind},
+		}}
+	}
+	// The policy reaches the API server's admission asynchronously: wait until it denies.
+	var denied error
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := as("developers").Create(ctx, action("Terminate"), metav1.CreateOptions{})
+		if err != nil && ctx.Err() == nil {
+			denied = err
+		}
+		return err != nil && strings.Contains(err.Error(), "developers may not terminate workflows"), nil
+	})
+	if err != nil {
+		t.Fatalf("a developer's Terminate was never denied by the policy (last error %v)", denied)
+	}
+	for _, tc := range []struct{ group, action string }{{"developers", "Suspend"}, {"developers", "Stop"}, {"operators", "Terminate"}} {
+		if _, err := as(tc.group).Create(t.Context(), action(tc.action), metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s creating %s: %v, want allowed", tc.group, tc.action, err)
+		}
 	}
 }

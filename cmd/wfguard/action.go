@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wfguard/wfguard/actions"
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+)
+
+const actionUsage = `Usage: wfguard action {suspend|resume|stop|terminate} WORKFLOW [flags]
+
+Creates a WorkflowAction and waits for its outcome. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
+4 FailedPrecondition (e.g. nothing to resume, workflow completed), 5 NotFound, 6 DeadlineExceeded
+(the action stays and will still be applied), 7 Unavailable.
+`
+
+type keyValues map[string]string
+
+func (kv keyValues) String() string { return fmt.Sprint(map[string]string(kv)) }
+func (kv keyValues) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	kv[k] = v
+	return nil
+}
+
+func runAction(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, actionUsage)
+		return 2
+	}
+	kinds := map[string]string{"suspend": v1alpha1.ActionSuspend, "resume": v1alpha1.ActionResume,
+		"stop": v1alpha1.ActionStop, "terminate": v1alpha1.ActionTerminate}
+	kind, ok := kinds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "wfguard action: unknown action %q\n\n%s", args[0], actionUsage)
+		return 2
+	}
+	workflow := args[1]
+	fs := flag.NewFlagSet("wfguard action", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "path to a kubeconfig")
+	namespace := fs.String("n", "default", "namespace of the workflow")
+	selector := fs.String("node-field-selector", "", "resume or stop only suspend nodes matching this field selector (e.g. displayName=approve)")
+	message := fs.String("message", "", "message for nodes failed by stop --node-field-selector")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the outcome")
+	outputs := keyValues{}
+	fs.Var(outputs, "output-parameter", "NAME=VALUE output parameter for resumed nodes (repeatable)")
+	if err := fs.Parse(args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	spec := v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: workflow}, Action: kind}
+	switch {
+	case kind == v1alpha1.ActionResume && (*selector != "" || len(outputs) > 0):
+		spec.Resume = &v1alpha1.ResumeParameters{NodeFieldSelector: *selector, OutputParameters: outputs}
+	case kind == v1alpha1.ActionStop && (*selector != "" || *message != ""):
+		spec.Stop = &v1alpha1.StopParameters{NodeFieldSelector: *selector, Message: *message}
+	case *selector != "" || *message != "" || len(outputs) > 0:
+		fmt.Fprintf(stderr, "wfguard action: --node-field-selector, --message and --output-parameter do not apply to %s\n", args[0])
+		return 2
+	}
+	config, err := restConfig(*kubeconfig, 20, 30)
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard action: %v\n", err)
+		return int(actions.Unavailable)
+	}
+	client, err := v1alpha1.NewForConfig(config)
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard action: %v\n", err)
+		return int(actions.Unavailable)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	done, err := actions.Request(ctx, client.Namespace(*namespace), spec, nil, *timeout)
+	var aerr *actions.Error
+	if errors.As(err, &aerr) {
+		fmt.Fprintf(stderr, "wfguard action: %v\n", aerr)
+		return int(aerr.Code)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard action: %v\n", err)
+		return int(actions.Unavailable)
+	}
+	fmt.Fprintf(stdout, "%s %s: %s (%s)\n", done.Spec.Action, done.Name, done.Status.Reason, done.Status.Message)
+	if argo, err := versioned.NewForConfig(config); err == nil {
+		if wf, err := argo.ArgoprojV1alpha1().Workflows(*namespace).Get(ctx, workflow, metav1.GetOptions{}); err == nil {
+			fmt.Fprintf(stdout, "workflow %s/%s: phase %s %s\n", wf.Namespace, wf.Name, wf.Status.Phase, wf.Status.Message)
+		}
+	}
+	return 0
+}
