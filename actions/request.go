@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -74,6 +76,11 @@ func (e *Error) Error() string {
 // sync contract. It returns the terminal action, or an *Error carrying the outcome's code; a timeout is
 // DeadlineExceeded naming the action, which stays and will still be applied.
 func Request(ctx context.Context, client *v1alpha1.NamespacedClient, spec v1alpha1.WorkflowActionSpec, labels map[string]string, timeout time.Duration) (*v1alpha1.WorkflowAction, error) {
+	labels = maps.Clone(labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[common.LabelKeyWorkflow] = spec.WorkflowRef.Name // find a workflow's actions with a selector
 	a, err := client.Create(ctx, &v1alpha1.WorkflowAction{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: spec.WorkflowRef.Name + "-" + strings.ToLower(spec.Action) + "-", Labels: labels},
 		Spec:       spec,
