@@ -17,7 +17,6 @@ import (
 // Outcome reasons, one per outcome.
 const (
 	ReasonApplied                  = "Applied"
-	ReasonAlreadyApplied           = "AlreadyApplied"
 	ReasonWorkflowNotFound         = "WorkflowNotFound"
 	ReasonWorkflowCompleted        = "WorkflowCompleted"
 	ReasonNothingToResume          = "NothingToResume"
@@ -78,7 +77,7 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 			return stopNodes(wf, a.Spec.Stop, now)
 		}
 		ext.Shutdown = wfv1.ShutdownStrategyStop
-		return succeeded("workflow stopping: running steps are stopped, exit handlers still run")
+		return succeeded("workflow stopping")
 	case v1alpha1.ActionTerminate:
 		ext.Shutdown = wfv1.ShutdownStrategyTerminate
 		return succeeded("workflow terminating")

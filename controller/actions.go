@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +85,12 @@ func (c *Controller) drainActions(ctx context.Context, p *pass) error {
 		if a.Status.Terminal() || recorded[string(a.UID)] {
 			continue // done, or applied before a crash: its outcome is reported after persist
 		}
+		if len(p.Ext.AppliedActions) >= maxAppliedActions {
+			// The record is full of outcomes not yet reported; apply more only once they are, so no
+			// record is ever dropped (which would let a replay apply an action twice).
+			p.requeueSoon = true
+			break
+		}
 		if !actions.Targets(a, p.WF) {
 			out := actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
 				Message: fmt.Sprintf("workflow %s has UID %s, not %s", p.WF.Name, p.WF.UID, a.Spec.WorkflowRef.UID)}
@@ -113,9 +118,6 @@ func pruneApplied(records []extstatus.AppliedAction, current []*v1alpha1.Workflo
 		}
 	}
 	out := slices.DeleteFunc(slices.Clone(records), func(r extstatus.AppliedAction) bool { return !pending[string(r.UID)] })
-	if len(out) > maxAppliedActions {
-		out = out[len(out)-maxAppliedActions:]
-	}
 	if len(out) == 0 {
 		return nil
 	}
@@ -126,7 +128,7 @@ func stampActor(wf *wfv1.Workflow, a *v1alpha1.WorkflowAction) {
 	if wf.Labels == nil {
 		wf.Labels = map[string]string{}
 	}
-	wf.Labels[labelAction] = strings.ToLower(a.Spec.Action)
+	wf.Labels[labelAction] = a.Spec.Action
 	if creator := a.Labels[labelCreator]; creator != "" {
 		wf.Labels[labelActor] = creator
 	}
@@ -198,13 +200,22 @@ func actionLabel(action string) string {
 	return "Unknown"
 }
 
-// failOrphanActions fails the pending actions of a workflow that does not exist.
+// failOrphanActions fails the pending actions of a workflow that does not exist. A workflow outside our
+// selection (another controller instance's) exists on the server: its actions are left to that controller.
 func (c *Controller) failOrphanActions(ctx context.Context, key string) error {
+	pending := slices.DeleteFunc(c.actionsOf(key), func(a *v1alpha1.WorkflowAction) bool { return a.Status.Terminal() })
+	if len(pending) == 0 {
+		return nil
+	}
+	_, err := c.dynamic.Resource(workflowsResource).Namespace(pending[0].Namespace).Get(ctx, pending[0].Spec.WorkflowRef.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return nil // not ours
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("checking whether workflow %s exists: %w", key, err)
+	}
 	var errs []error
-	for _, a := range c.actionsOf(key) {
-		if a.Status.Terminal() {
-			continue
-		}
+	for _, a := range pending {
 		errs = append(errs, c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed,
 			Reason: actions.ReasonWorkflowNotFound, Message: fmt.Sprintf("workflow %s does not exist", a.Spec.WorkflowRef.Name)}))
 	}
@@ -220,6 +231,11 @@ func (c *Controller) settleActionsOfCompleted(ctx context.Context, key string, w
 	var errs []error
 	for _, a := range c.actionsOf(key) {
 		if a.Status.Terminal() {
+			continue
+		}
+		if !actions.Targets(a, wf) {
+			errs = append(errs, c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
+				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)}))
 			continue
 		}
 		out := actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowCompleted,

@@ -151,7 +151,7 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 	if args := mainArgs(e.podOf(done, "approval[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
 		t.Errorf("after's argv = %v, want the supplied answer yes", args)
 	}
-	if done.Labels["workflows.argoproj.io/actor"] != "alice" || done.Labels["workflows.argoproj.io/action"] != "resume" {
+	if done.Labels["workflows.argoproj.io/actor"] != "alice" || done.Labels["workflows.argoproj.io/action"] != "Resume" {
 		t.Errorf("actor labels = %v", done.Labels)
 	}
 	if st := e.extStatus(wf.Name); st["appliedActions"] != nil {

@@ -170,6 +170,8 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can delete pods (podGC)", controllerSA, core("team-a", "delete", "pods", ""), true},
 		{"the controller can read the Workflow CRD to check its schema", controllerSA,
 			authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Verb: "get", Resource: "customresourcedefinitions", Name: "workflows.argoproj.io"}, true},
+		{"the controller can read the WorkflowAction CRD to check it is installed", controllerSA,
+			authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Verb: "get", Resource: "customresourcedefinitions", Name: "workflowactions.argoproj.io"}, true},
 		{"the controller can watch configmaps", controllerSA, core("argo", "watch", "configmaps", ""), true},
 		{"the controller can create core events", controllerSA, core("team-a", "create", "events", ""), true},
 		{"the controller can patch events.k8s.io events", controllerSA, attrs("events.k8s.io", "team-a", "patch", "events", ""), true},
