@@ -256,46 +256,29 @@ func (p *podSim) finalizeOnKill(ctx context.Context) {
 	}
 }
 
-// sleep waits d on the node's clock. It returns errDeleted if the pod is deleted meanwhile and errDeadline
-// once the pod has run longer than its activeDeadlineSeconds (which may be lowered while it sleeps).
+// sleep waits d on the node's clock (see runUntil).
 func (p *podSim) sleep(ctx context.Context, d time.Duration) error {
-	var wake <-chan time.Time
-	if d > 0 {
-		wake = p.n.opts.Clock.After(d)
-	}
-	for {
-		var deadline <-chan time.Time
-		if ads := p.run.deadline(); ads != nil && p.pod.Status.StartTime != nil {
-			left := p.pod.Status.StartTime.Add(time.Duration(*ads) * time.Second).Sub(p.n.opts.Clock.Now())
-			if left <= 0 {
-				return errDeadline
-			}
-			deadline = p.n.opts.Clock.After(left)
-		}
-		if wake == nil {
-			select {
-			case <-p.run.deleted:
-				return errDeleted
-			default:
-				return nil
-			}
-		}
+	if d <= 0 {
 		select {
-		case <-wake:
-			return nil
-		case <-deadline:
-			return errDeadline
-		case <-p.run.adsChanged:
 		case <-p.run.deleted:
 			return errDeleted
-		case <-ctx.Done():
-			return ctx.Err()
+		default:
 		}
+		if ads := p.run.deadline(); ads != nil && p.pod.Status.StartTime != nil &&
+			!p.n.opts.Clock.Now().Before(p.pod.Status.StartTime.Add(time.Duration(*ads)*time.Second)) {
+			return errDeadline
+		}
+		return nil
 	}
+	return runUntil(ctx, p, p.n.opts.Clock.After(d))
 }
 
-// hold keeps main running until the test closes Behavior.Hold (or the pod is deleted or times out).
-func (p *podSim) hold(ctx context.Context) error {
+// hold keeps main running until the test closes Behavior.Hold (see runUntil).
+func (p *podSim) hold(ctx context.Context) error { return runUntil(ctx, p, p.b.Hold) }
+
+// runUntil waits for done. It returns errDeleted if the pod is deleted meanwhile and errDeadline once the
+// pod has run longer than its activeDeadlineSeconds (which may be lowered while it waits).
+func runUntil[T any](ctx context.Context, p *podSim, done <-chan T) error {
 	for {
 		var deadline <-chan time.Time
 		if ads := p.run.deadline(); ads != nil && p.pod.Status.StartTime != nil {
@@ -306,7 +289,7 @@ func (p *podSim) hold(ctx context.Context) error {
 			deadline = p.n.opts.Clock.After(left)
 		}
 		select {
-		case <-p.b.Hold:
+		case <-done:
 			return nil
 		case <-deadline:
 			return errDeadline
