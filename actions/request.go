@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -86,7 +87,11 @@ func Request(ctx context.Context, client *v1alpha1.NamespacedClient, spec v1alph
 		Spec:       spec,
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Action: spec.Action, Reason: "Rejected", Message: err.Error()}
+		code := Unavailable
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+			code = InvalidArgument // refused at admission: the request itself is wrong
+		}
+		return nil, &Error{Code: code, Action: spec.Action, Reason: "Rejected", Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

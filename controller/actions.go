@@ -265,11 +265,12 @@ func (c *Controller) gcActions(ctx context.Context) {
 				continue
 			}
 			err := c.actions.Namespace(a.Namespace).Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &a.UID}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			switch {
+			case err == nil:
+				c.metrics.actionsExpired.Inc()
+			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
 				c.log.Warn("deleting an expired workflow action", "action", a.Namespace+"/"+a.Name, "err", err)
-				continue
 			}
-			c.metrics.actionsExpired.Inc()
 		}
 		if h := c.opts.Hooks.AfterActionGC; h != nil {
 			h()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
@@ -54,7 +55,7 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wfguard action", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "path to a kubeconfig")
-	namespace := fs.String("n", "default", "namespace of the workflow")
+	namespace := fs.String("n", "", "namespace of the workflow (default: the kubeconfig context's, else default)")
 	selector := fs.String("node-field-selector", "", "resume or stop only suspend nodes matching this field selector (e.g. displayName=approve)")
 	message := fs.String("message", "", "message for nodes failed by stop --node-field-selector")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the outcome")
@@ -75,6 +76,9 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	case *selector != "" || *message != "" || len(outputs) > 0:
 		fmt.Fprintf(stderr, "wfguard action: --node-field-selector, --message and --output-parameter do not apply to %s\n", args[0])
 		return 2
+	}
+	if *namespace == "" {
+		*namespace = contextNamespace(*kubeconfig)
 	}
 	config, err := restConfig(*kubeconfig, 20, 30)
 	if err != nil {
@@ -105,4 +109,15 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// contextNamespace is the namespace of the kubeconfig's current context, like kubectl's default.
+func contextNamespace(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
 }

@@ -87,6 +87,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	if f.workers < 1 {
 		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
 	}
+	if f.actionTTL <= 0 {
+		return nil, fmt.Errorf("--action-ttl must be positive, got %s", f.actionTTL)
+	}
 	if f.taskResultTimeout <= 0 {
 		return nil, fmt.Errorf("--task-result-timeout must be positive, got %s", f.taskResultTimeout)
 	}
