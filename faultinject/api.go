@@ -190,3 +190,22 @@ func RequestAttributes(req *http.Request) map[string]string {
 	}
 	return call
 }
+
+// InformerDelays returns, per resource, the delay of each "informer" rule: the stale-store fault. Only
+// delay(d) is meaningful there; other actions are refused so a rule never silently does nothing.
+func InformerDelays(rules []*Rule) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, r := range rules {
+		if r.Site != "informer" {
+			continue
+		}
+		if len(r.Terms) != 1 || r.Terms[0].Action.Kind != "delay" || r.Terms[0].Count != 0 || r.Terms[0].Percent != 0 {
+			return nil, fmt.Errorf("fault rule %s: an informer rule takes exactly one delay(d) term", r.Name)
+		}
+		if r.Match["resource"] == "" {
+			return nil, fmt.Errorf("fault rule %s: an informer rule needs resource=", r.Name)
+		}
+		out[r.Match["resource"]] = r.Terms[0].Action.Delay
+	}
+	return out, nil
+}

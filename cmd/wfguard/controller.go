@@ -22,12 +22,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -49,6 +51,9 @@ type controllerFlags struct {
 	taskResultTimeout  time.Duration
 	orphanSweep        time.Duration
 	actionTTL          time.Duration
+	faultRules         string
+	faultSeed          uint64
+	allowFaults        bool
 	logFormat          string
 	logLevel           string
 }
@@ -76,6 +81,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.DurationVar(&f.orphanSweep, "orphan-sweep-interval", time.Minute,
 		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
 	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
+	fs.StringVar(&f.faultRules, "fault-rules", os.Getenv("WFGUARD_FAULT_RULES"), "file of fault-injection rules (chaos testing; needs --allow-fault-injection)")
+	fs.Uint64Var(&f.faultSeed, "fault-seed", uint64(time.Now().UnixNano()), "seed for percentage fault terms (logged at start)")
+	fs.BoolVar(&f.allowFaults, "allow-fault-injection", false, "allow --fault-rules: injected faults break things on purpose; never set it in production")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +94,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.workers < 1 {
 		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
+	}
+	if f.faultRules != "" && !f.allowFaults {
+		return nil, fmt.Errorf("--fault-rules %s given without --allow-fault-injection: refusing to inject faults", f.faultRules)
 	}
 	if f.actionTTL <= 0 {
 		return nil, fmt.Errorf("--action-ttl must be positive, got %s", f.actionTTL)
@@ -184,6 +195,10 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 			return fmt.Errorf("--namespaced needs --managed-namespace or $NAMESPACE")
 		}
 	}
+	wrapListWatch, err := installFaults(f, config, log)
+	if err != nil {
+		return err
+	}
 	argo, err := versioned.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("building the argo client: %w", err)
@@ -194,7 +209,8 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
-		Logger: log, Registry: registry,
+		WrapListWatch: wrapListWatch,
+		Logger:        log, Registry: registry,
 	})
 	if err != nil {
 		return err
@@ -312,4 +328,34 @@ func shutdownServers(servers []*http.Server, log *slog.Logger) {
 			log.Warn("shutting down http server", "err", err)
 		}
 	}
+}
+
+// installFaults loads --fault-rules (allowed explicitly): API rules wrap the client transport, informer rules
+// delay the named informers' watch events.
+func installFaults(f *controllerFlags, config *rest.Config, log *slog.Logger) (func(string, cache.ListerWatcher) cache.ListerWatcher, error) {
+	if f.faultRules == "" {
+		return nil, nil
+	}
+	file, err := os.Open(f.faultRules)
+	if err != nil {
+		return nil, fmt.Errorf("reading fault rules: %w", err)
+	}
+	defer file.Close()
+	rules, err := faultinject.ParseRules(file, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	delays, err := faultinject.InformerDelays(rules)
+	if err != nil {
+		return nil, err
+	}
+	injector := faultinject.NewInjector(rules, f.faultSeed, nil)
+	config.Wrap(injector.WrapTransport)
+	log.Warn("FAULT INJECTION ENABLED", "rules", f.faultRules, "count", len(rules), "seed", f.faultSeed)
+	return func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
+		if d, ok := delays[resource]; ok {
+			return faultinject.DelayWatchEvents(lw, d, nil)
+		}
+		return lw
+	}, nil
 }

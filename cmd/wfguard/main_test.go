@@ -52,6 +52,7 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"a bad log format is named", []string{"controller", "--log-format=xml"}, 2, `--log-format must be json or text, got "xml"`},
 		{"zero workers are refused", []string{"controller", "--workflow-workers=0"}, 2, "--workflow-workers must be at least 1"},
 		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
+		{"fault rules need an explicit allow", []string{"controller", "--fault-rules=/tmp/x"}, 2, "without --allow-fault-injection"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,11 +86,11 @@ type controllerProcess struct {
 	done        chan error
 }
 
-func startController(t *testing.T, identity, namespace string) *controllerProcess {
+func startController(t *testing.T, identity, namespace string, extra ...string) *controllerProcess {
 	t.Helper()
 	metrics, health := freePort(t), freePort(t)
 	args := fmt.Sprintf("controller --kubeconfig=%s --namespaced --managed-namespace=%s --leader-election-namespace=%s "+
-		"--metrics-port=%d --health-port=%d --log-format=json", cp.Kubeconfig, namespace, namespace, metrics, health)
+		"--metrics-port=%d --health-port=%d --log-format=json %s", cp.Kubeconfig, namespace, namespace, metrics, health, strings.Join(extra, " "))
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), runMainEnv+"="+args, "LEADER_ELECTION_IDENTITY="+identity)
 	out := &bytes.Buffer{}
@@ -298,5 +299,51 @@ func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tc.wantOut, out.String())
 			}
 		})
+	}
+}
+
+func TestTheBinaryRunsCorrectlyUnderInjectedFaults(t *testing.T) {
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := t.TempDir() + "/rules"
+	// Pod creates fail twice with a real 500, and result watch events arrive 30s late (the seed scenario).
+	if err := os.WriteFile(rules, []byte("pods-500 api verb=create resource=pods : 2*error(500)->off\n"+
+		"slow-results informer resource=workflowtaskresults : delay(30s)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns,
+		Script: simnode.Script{Default: simnode.Behavior{Parameters: map[string]string{"out": "v1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+	proc := startController(t, "faulty", ns, "--fault-rules="+rules, "--allow-fault-injection", "--fault-seed=7")
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "under-fire"}, Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{
+		Name: "main", Container: containerSpec(),
+		Outputs: wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", ValueFrom: &wfv1.ValueFrom{Path: "/tmp/out"}}}},
+	}}}}
+	if _, err := argo.ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), wf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var done *wfv1.Workflow
+	waitUntil(t, "the workflow succeeded despite the faults", 60*time.Second, func() bool {
+		got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+		done = got
+		return err == nil && got.Status.Phase.Completed()
+	})
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s %q", done.Status.Phase, done.Status.Message)
+	}
+	n := done.Status.Nodes[done.NodeID(done.Name)]
+	if n.Outputs == nil || len(n.Outputs.Parameters) != 1 || n.Outputs.Parameters[0].Value.String() != "v1" {
+		t.Errorf("outputs = %v, want out=v1", n.Outputs)
+	}
+	for _, want := range []string{"FAULT INJECTION ENABLED", `"seed":7`, "injected fault: 500"} {
+		if !strings.Contains(proc.out.String(), want) {
+			t.Errorf("the controller log lacks %q", want)
+		}
 	}
 }

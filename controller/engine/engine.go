@@ -12,6 +12,7 @@ import (
 	argoerrs "github.com/argoproj/argo-workflows/v3/util/errors"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/wfguard/wfguard/controller/podspec"
 )
@@ -342,7 +343,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	if err := e.Pods.CreatePod(ctx, pod); err != nil {
-		if argoerrs.IsTransientErr(err) {
+		if retryable(err) {
 			// Forget the node so the next pass builds and creates the pod again.
 			delete(p.WF.Status.Nodes, n.ID)
 			return nil, &apiError{fmt.Errorf("creating pod %s for node %s: %w", pod.Name, nodeName, err)}
@@ -353,6 +354,13 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	return n, nil
+}
+
+// retryable reports API errors worth retrying: argo's transient ones, plus an internal server error or a
+// timeout, which a healthy API server answers differently on the next try (argo fails the node on them).
+func retryable(err error) bool {
+	return argoerrs.IsTransientErr(err) || apierrors.IsInternalError(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // apiError is a transient API failure: the pass is retried rather than failing the workflow.
