@@ -104,8 +104,19 @@ func TestInstallManifests(t *testing.T) {
 				}
 				client = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 			}
-			// Strict validation turns unknown or duplicate fields (typos) into errors.
-			if _, err := client.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+			// Strict validation turns unknown or duplicate fields (typos) into errors. An object left by an
+			// earlier run in this control plane (-count=N) is updated instead, with the same validation.
+			_, err = client.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+			if apierrors.IsAlreadyExists(err) {
+				existing, getErr := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+				if getErr != nil {
+					t.Fatal(getErr)
+				}
+				obj = obj.DeepCopy()
+				obj.SetResourceVersion(existing.GetResourceVersion())
+				_, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+			}
+			if err != nil {
 				t.Fatalf("creating %s: %v", describe(obj), err)
 			}
 		})
@@ -428,7 +439,7 @@ func TestTheExamplePolicyDeniesTerminateToDevelopersOnly(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "developers-request-actions"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "wfguard-action-requester"},
 		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "developers", APIGroup: "rbac.authorization.k8s.io"}, {Kind: "Group", Name: "operators", APIGroup: "rbac.authorization.k8s.io"}},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	as := func(group string) dynamic.ResourceInterface {
