@@ -44,6 +44,7 @@ type metrics struct {
 	heldPods              *prometheus.GaugeVec
 	actions               *prometheus.CounterVec
 	actionsExpired        prometheus.Counter
+	podsCollected         prometheus.Counter
 	directReads           *prometheus.CounterVec
 	ignoredResults        *prometheus.CounterVec
 	resultWait            prometheus.Histogram
@@ -79,6 +80,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"action", "phase", "reason"}),
 		actionsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
 			Help: "Terminal WorkflowActions deleted after their TTL."}),
+		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
+			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
 		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
 			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
 			[]string{"age"}),
@@ -94,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected,
 		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

@@ -73,6 +73,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err := errors.Join(c.reportActions(ctx, p), c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
 		return 0, err
 	}
+	gcAfter, err := c.collectPods(ctx, p.WF, p.Pods)
+	if err != nil {
+		return 0, err
+	}
+	if gcAfter > 0 {
+		p.RequeueBy(p.Now.Add(gcAfter))
+	}
 	if p.requeueSoon {
 		return staleRequeue, nil
 	}
@@ -176,7 +183,12 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
 		// A completed workflow is never written again; only finalizers a failed release left behind remain.
-		return nil, 0, errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, c.podsOf(wf)))
+		pods := c.podsOf(wf)
+		if err := errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, pods)); err != nil {
+			return nil, 0, err
+		}
+		gcAfter, err := c.collectPods(ctx, wf, pods) // podGC resumes here after a restart
+		return nil, gcAfter, err
 	}
 	loaded, err := extstatus.ToUnstructured(wf, ext)
 	if err != nil {

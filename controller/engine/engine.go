@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/podfinalizer"
 )
 
 // PodControl is the engine's only I/O: it creates pods and stops running ones.
@@ -335,6 +336,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: deadline(p.WF), Now: p.Now, StatusFinalizer: e.StatusFinalizer,
+		PodGCStrategy: podfinalizer.PodGCStrategyAnnotation(p.WF),
 	})
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.

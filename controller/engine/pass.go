@@ -50,6 +50,9 @@ func (p *Pass) RequeueAfter() time.Duration {
 	return time.Millisecond
 }
 
+// RequeueBy asks for another pass no later than t.
+func (p *Pass) RequeueBy(t time.Time) { p.requeueBy(t) }
+
 func (p *Pass) requeueBy(t time.Time) {
 	if p.requeueAt.IsZero() || t.Before(p.requeueAt) {
 		p.requeueAt = t

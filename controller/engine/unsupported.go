@@ -25,9 +25,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.Parallelism != nil {
 		add("spec.parallelism")
 	}
-	if s.PodGC != nil {
-		add("spec.podGC")
-	}
 	if s.TTLStrategy != nil {
 		add("spec.ttlStrategy")
 	}

@@ -1,0 +1,95 @@
+package podfinalizer
+
+import (
+	"fmt"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// AnnotationDeleteAfter records on a pod when podGC deletes it: durable, so a delayed deletion survives a
+// controller restart (upstream keeps it only in memory).
+const AnnotationDeleteAfter = "wfguard.io/delete-after"
+
+// GCDecision is what podGC asks for one pod.
+type GCDecision struct {
+	Pod *corev1.Pod
+	// At is when to delete; Mark says the time still has to be recorded on the pod.
+	At   time.Time
+	Mark bool
+}
+
+// PodGCStrategyAnnotation is the value podspec puts on pods: "<strategy>/<delay>".
+func PodGCStrategyAnnotation(wf *wfv1.Workflow) string {
+	if wf.Spec.PodGC == nil || wf.Spec.PodGC.GetStrategy() == wfv1.PodGCOnPodNone {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s", wf.Spec.PodGC.GetStrategy(), wf.Spec.PodGC.DeleteDelayDuration)
+}
+
+// PodsToDelete applies the workflow's podGC to the persisted workflow: a pod is due once its node (or the
+// workflow) is final as the strategy requires, its status finalizer released, and the delay passed. Pods
+// are never deleted before their capture is persisted: a pod still holding our finalizer is not due.
+func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now time.Time) ([]GCDecision, error) {
+	gc := persisted.Spec.PodGC
+	if gc == nil || gc.GetStrategy() == wfv1.PodGCOnPodNone {
+		return nil, nil
+	}
+	selector, err := gc.GetLabelSelector()
+	if err != nil {
+		return nil, fmt.Errorf("podGC.labelSelector: %w", err)
+	}
+	delay, err := gc.GetDeleteDelayDuration()
+	if err != nil {
+		return nil, fmt.Errorf("podGC.deleteDelayDuration: %w", err)
+	}
+	var out []GCDecision
+	for nodeID, pod := range pods {
+		if pod.DeletionTimestamp != nil || hasFinalizer(pod) || !selected(selector, pod) {
+			continue
+		}
+		node, ok := persisted.Status.Nodes[nodeID]
+		if !ok || !due(gc.GetStrategy(), persisted, node) {
+			continue
+		}
+		if v, marked := pod.Annotations[AnnotationDeleteAfter]; marked {
+			at, err := time.Parse(time.RFC3339, v)
+			if err == nil {
+				out = append(out, GCDecision{Pod: pod, At: at})
+				continue
+			}
+		}
+		out = append(out, GCDecision{Pod: pod, At: now.Add(delay), Mark: delay > 0})
+	}
+	return out, nil
+}
+
+func due(strategy wfv1.PodGCStrategy, wf *wfv1.Workflow, node wfv1.NodeStatus) bool {
+	switch strategy {
+	case wfv1.PodGCOnPodCompletion:
+		return node.Fulfilled()
+	case wfv1.PodGCOnPodSuccess:
+		return node.Fulfilled() && node.Phase == wfv1.NodeSucceeded
+	case wfv1.PodGCOnWorkflowCompletion:
+		return wf.Status.Phase.Completed()
+	case wfv1.PodGCOnWorkflowSuccess:
+		return wf.Status.Phase == wfv1.WorkflowSucceeded
+	}
+	return false
+}
+
+func selected(s labels.Selector, pod *corev1.Pod) bool {
+	// argo: a nil selector selects every pod (labels.Everything() from GetLabelSelector).
+	return s == nil || s.Matches(labels.Set(pod.Labels))
+}
+
+func hasFinalizer(pod *corev1.Pod) bool {
+	for _, f := range pod.Finalizers {
+		if f == Finalizer {
+			return true
+		}
+	}
+	return false
+}
