@@ -25,6 +25,8 @@ const (
 
 	releasePersisted = "persisted"
 	releaseOrphaned  = "orphaned"
+	releaseDeleting  = "deleting"
+	releaseDisabled  = "disabled"
 
 	ignoredForeign     = "foreign_owner"
 	ignoredUnknownNode = "unknown_node"
@@ -45,6 +47,7 @@ type metrics struct {
 	actions               *prometheus.CounterVec
 	actionsExpired        prometheus.Counter
 	podsCollected         prometheus.Counter
+	releaseLatency        prometheus.Histogram
 	directReads           *prometheus.CounterVec
 	ignoredResults        *prometheus.CounterVec
 	resultWait            prometheus.Histogram
@@ -69,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
 		finalizersReleased: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
-			Help: "Status finalizers removed from pods, by reason (persisted: the node's final state is stored; orphaned: the workflow is gone)."},
+			Help: "Status finalizers removed from pods, by reason (persisted: the node's final state is stored; deleting: the pod is being deleted; disabled: --pod-status-finalizer=false but the pod carried it; orphaned: the workflow is gone)."},
 			[]string{"reason"}),
 		releasedBeforePersist: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_finalizer_released_before_persist_total",
 			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
@@ -82,6 +85,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Terminal WorkflowActions deleted after their TTL."}),
 		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
 			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
+		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
+			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
 		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
 			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
 			[]string{"age"}),
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
 		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

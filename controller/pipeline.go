@@ -88,19 +88,46 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 
 // releaseFinalizers removes the status finalizer from pods whose final state is persisted in wf.
 func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
-	var due []*corev1.Pod
+	byReason := map[string][]*corev1.Pod{}
+	now := c.clock.Now()
 	for _, pod := range podfinalizer.Releasable(wf, pods) {
 		if c.releasePending(pod) {
 			continue // released already; the cache has not caught up
 		}
-		if node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]; !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
+		node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]
+		if !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
 			// Releasable never offers this; counting it keeps the claim checkable.
 			c.metrics.releasedBeforePersist.Inc()
 		}
-		due = append(due, pod)
+		reason := releasePersisted
+		switch {
+		case pod.DeletionTimestamp != nil:
+			reason = releaseDeleting
+		case !c.opts.StatusFinalizer:
+			reason = releaseDisabled
+		}
+		if ok && !node.FinishedAt.IsZero() {
+			c.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
+		}
+		byReason[reason] = append(byReason[reason], pod)
 	}
-	return c.releaseAll(ctx, due, releasePersisted)
+	var errs []error
+	released := 0
+	for reason, due := range byReason {
+		if err := c.releaseAll(ctx, due, reason); err != nil {
+			errs = append(errs, err)
+		}
+		released += len(due)
+	}
+	if released > 0 {
+		c.recorder.Eventf(wf, corev1.EventTypeNormal, ReasonFinalizersReleased,
+			"Released the %s finalizer of %d pods whose final state is recorded", podfinalizer.Finalizer, released)
+	}
+	return errors.Join(errs...)
 }
+
+// ReasonFinalizersReleased is the Event recorded on a workflow when its pods' finalizers are released.
+const ReasonFinalizersReleased = "PodFinalizersReleased"
 
 // release removes our finalizer from pod and records the expectation and the reason.
 func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string) error {

@@ -206,6 +206,18 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 	if got := holding(podsIn(t.Context(), ns)); got != 0 {
 		t.Errorf("%d pods of %s still hold the finalizer", got, wf.Name)
 	}
+	waitUntil(t, "a PodFinalizersReleased event on the workflow", 15*time.Second, func(ctx context.Context) bool {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == wf.Name && ev.Reason == controller.ReasonFinalizersReleased {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
