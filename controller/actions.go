@@ -17,6 +17,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/faultinject"
 )
 
 // maxAppliedActions bounds status.appliedActions; entries leave once their action's status is written.
@@ -142,6 +143,9 @@ func (c *Controller) reportActions(ctx context.Context, p *pass) error {
 	}
 	if h := c.opts.Hooks.BeforeActionStatus; h != nil && !h(p.key) {
 		return nil
+	}
+	if err := c.opts.Points.Hit(ctx, faultinject.PointBeforeActionStatus); err != nil {
+		return err
 	}
 	byUID := map[string]*v1alpha1.WorkflowAction{}
 	for _, a := range c.actionsOf(p.key) {

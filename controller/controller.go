@@ -31,6 +31,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -67,6 +68,8 @@ type Options struct {
 	// WrapListWatch, when set, wraps the ListerWatcher of an informer by resource name (currently
 	// "workflowtaskresults"): the seam for informer faults (faultinject).
 	WrapListWatch func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
+	// Points are named crash points and the worker gate (faultinject); nil passes everywhere.
+	Points *faultinject.Points
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
 }
@@ -103,6 +106,9 @@ type Controller struct {
 
 	ready   atomic.Bool
 	started atomic.Bool
+	// crash ends Run as a dying process would, when a crash point fires; crashed stops every worker.
+	crash   context.CancelCauseFunc
+	crashed atomic.Bool
 
 	// released holds pods whose finalizer we removed, with the resourceVersion they had then.
 	releasedMu sync.Mutex
@@ -225,6 +231,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := checkCRDInstalled(ctx, c.dynamic, "workflowactions.argoproj.io"); err != nil {
 		return err
 	}
+	ctx, c.crash = context.WithCancelCause(ctx)
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
 	defer c.events.Shutdown()
 	stop := make(chan struct{})
@@ -253,16 +260,32 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c.processNext(context.WithoutCancel(ctx)) {
+			for {
+				// The worker gate: a paused point holds every worker (until resumed or shutdown).
+				if err := c.opts.Points.Hit(ctx, faultinject.PointWorker); errors.Is(err, faultinject.ErrCrash) {
+					c.crashed.Store(true)
+					c.crash(err)
+				}
+				if !c.processNext(context.WithoutCancel(ctx)) {
+					return
+				}
 			}
 		}()
 	}
 	<-ctx.Done()
 	c.log.Info("shutting down: draining workers")
-	c.queue.ShutDownWithDrain()
+	if errors.Is(context.Cause(ctx), faultinject.ErrCrash) {
+		c.queue.ShutDown() // a dying process does not drain its queue
+	} else {
+		c.queue.ShutDownWithDrain()
+	}
 	wg.Wait()
 	// ShutDownWithDrain leaves the delaying queue's timer loop running; ShutDown ends it.
 	c.queue.ShutDown()
+	if cause := context.Cause(ctx); errors.Is(cause, faultinject.ErrCrash) {
+		c.log.Warn("controller crashed at an injected crash point")
+		return cause
+	}
 	c.log.Info("controller stopped")
 	return nil
 }
@@ -296,11 +319,21 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.crashed.Load() {
+		return false // a shut-down queue still hands out what it holds; a dead process takes nothing
+	}
 	if h := c.opts.Hooks.ReconcileStart; h != nil {
 		h(key)
 	}
 	start := c.clock.Now()
 	requeueAfter, err := c.reconcile(ctx, key)
+	if errors.Is(err, faultinject.ErrCrash) {
+		// Nothing more happens in a dead process: no other pass may start, this key's included.
+		c.crashed.Store(true)
+		c.crash(err)
+		c.queue.ShutDown()
+		return false
+	}
 	if h := c.opts.Hooks.ReconcileEnd; h != nil {
 		h(key)
 	}

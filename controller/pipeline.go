@@ -20,6 +20,8 @@ import (
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -47,10 +49,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return requeue, err
 	}
 	if err := c.drainActions(ctx, p); err != nil {
-		return 0, err
+		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
+		c.log.Warn("reporting workflow actions", "workflow", key, "err", err)
+		p.requeueSoon = true
 	}
 	c.reconcileTaskResults(ctx, p)
-	c.assessNodes(p)
+	c.assessNodes(ctx, p)
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
 		outcome, perr := c.persist(ctx, p)
@@ -69,8 +73,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return staleRequeue, nil
 	}
 	c.afterPersist(p, outcome == written)
+	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
+		return 0, err
+	}
 	// Intent first: outcomes and finalizer releases only follow the write that records them.
-	if err := errors.Join(c.reportActions(ctx, p), c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
+	actErr := c.reportActions(ctx, p)
+	if errors.Is(actErr, faultinject.ErrCrash) {
+		return 0, actErr // a dead process releases nothing
+	}
+	if err := errors.Join(actErr, c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
 		return 0, err
 	}
 	gcAfter, err := c.collectPods(ctx, p.WF, p.Pods)
@@ -110,6 +121,11 @@ func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, p
 			c.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
 		}
 		byReason[reason] = append(byReason[reason], pod)
+	}
+	if len(byReason) > 0 {
+		if err := c.opts.Points.Hit(ctx, faultinject.PointBeforeFinalizerRelease); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	released := 0
@@ -373,8 +389,39 @@ const (
 	ReasonInvalidAnnotation       = "InvalidAnnotation"
 )
 
-// assessNodes maps pods onto their nodes.
-func (c *Controller) assessNodes(p *pass) { engine.AssessNodes(&p.Pass) }
+// assessNodes maps pods onto their nodes. A pod missing from the cache past the grace is looked up on the
+// server first: a lagging pod watch must not turn a running pod into "pod deleted".
+func (c *Controller) assessNodes(ctx context.Context, p *pass) {
+	budget := c.opts.DirectReadBudget
+	for id, n := range p.WF.Status.Nodes {
+		if n.Type != wfv1.NodeTypePod || n.Phase.Completed() || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace {
+			continue
+		}
+		if budget <= 0 {
+			if p.Unverified == nil {
+				p.Unverified = map[string]bool{}
+			}
+			p.Unverified[id] = true
+			p.requeueSoon = true
+			continue
+		}
+		budget--
+		name := podspec.PodName(p.WF.Name, n.Name, n.TemplateName, n.ID)
+		pod, err := c.kube.CoreV1().Pods(p.WF.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil && string(pod.UID) != "" && ownerWorkflowUID(pod) == string(p.WF.UID):
+			p.Pods[id] = pod
+		case err != nil && !apierrors.IsNotFound(err):
+			// Unknown: never conclude "deleted" from an error; look again on a later pass.
+			if p.Unverified == nil {
+				p.Unverified = map[string]bool{}
+			}
+			p.Unverified[id] = true
+			p.requeueSoon = true
+		}
+	}
+	engine.AssessNodes(&p.Pass)
+}
 
 // execute validates a new workflow and runs its templates.
 func (c *Controller) execute(ctx context.Context, p *pass) error {

@@ -56,7 +56,7 @@ func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error)
 		}
 		remaining := slices.DeleteFunc(slices.Clone(pod.Finalizers), func(f string) bool { return f == Finalizer })
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"finalizers": remaining, "resourceVersion": pod.ResourceVersion}})
+			"finalizers": remaining, "resourceVersion": pod.ResourceVersion, "uid": pod.UID}})
 		if err != nil {
 			return "", err
 		}
@@ -75,6 +75,9 @@ func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error)
 		}
 		if err != nil {
 			return "", fmt.Errorf("re-reading pod %s/%s to release its finalizer: %w", pod.Namespace, pod.Name, err)
+		}
+		if fresh.UID != pod.UID {
+			return "", nil // a new pod of the same name: not the one whose capture was persisted
 		}
 		pod = fresh
 	}

@@ -82,7 +82,10 @@ type StopParameters struct {
 	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
 }
 
-// WorkflowActionStatus is the outcome, written once by the controller.
+// WorkflowActionStatus is the outcome, written once by the controller; the API server keeps it final, so an
+// action can never be reported (or re-applied) twice.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || oldSelf.phase == 'Pending' || self == oldSelf",message="a terminal status is final"
 type WorkflowActionStatus struct {
 	// +kubebuilder:validation:Enum=Pending;Succeeded;Failed
 	// +optional

@@ -46,7 +46,7 @@ func AssessNodes(p *Pass) {
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
 			assessPod(p, n, pod)
-		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace:
+		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
 			if !n.Phase.Completed() {
 				p.requeueBy(n.StartedAt.Add(PodMissingGrace))
 			}
@@ -119,6 +119,16 @@ func waitingSince(msg string) time.Time {
 
 func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 	before := *n.DeepCopy()
+	if before.Phase.Completed() {
+		// A completed node never goes back (a stale pod copy can show it Running): only the result gate
+		// may still open, by the executor's own rules.
+		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
+			t := true
+			n.TaskResultSynced = &t
+			p.setNode(n)
+		}
+		return
+	}
 	n.HostNodeName = pod.Spec.NodeName
 	if code := mainExitCode(pod); code != "" {
 		if n.Outputs == nil {

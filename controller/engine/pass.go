@@ -18,6 +18,9 @@ type Pass struct {
 	Ext *extstatus.Extensions
 	// Pods of this workflow (owner UID checked), by node ID.
 	Pods map[string]*corev1.Pod
+	// Unverified marks nodes whose pod is missing from the cache and could not be confirmed gone on the
+	// server this pass: they are not declared deleted.
+	Unverified map[string]bool
 	// Results of this workflow (owner UID checked) by node ID, as read this pass (cache or past it).
 	Results map[string]*wfv1.WorkflowTaskResult
 	// TaskResultTimeout bounds a node's wait for its result after its pod ended.

@@ -302,6 +302,12 @@ func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
 		t.Errorf("changing the spec: err = %v, want immutable", err)
 	}
+	// A terminal outcome cannot be reset to Pending (which would let the action be applied again).
+	reset := a.DeepCopy()
+	reset.Status = v1alpha1.WorkflowActionStatus{Phase: v1alpha1.PhasePending}
+	if _, err := e.actionClient().UpdateStatus(t.Context(), reset, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "a terminal status is final") {
+		t.Errorf("resetting a terminal status: err = %v, want it refused", err)
+	}
 }
 
 func dynamicUpdate(t *testing.T, ns string, a *v1alpha1.WorkflowAction) (*unstructured.Unstructured, error) {

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/simnode"
 )
@@ -55,7 +57,7 @@ func (e *env) startController(o envOptions) {
 	ctrl, err := controller.New(cp.Config(), controller.Options{
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
-		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl,
+		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -66,7 +68,7 @@ func (e *env) startController(o envOptions) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
+		if err := ctrl.Run(ctx); err != nil && !errors.Is(err, faultinject.ErrCrash) {
 			e.t.Errorf("controller: %v", err)
 		}
 	}()
@@ -81,6 +83,7 @@ type envOptions struct {
 	wrap    func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
 	clock   clock.WithTicker
 	ttl     time.Duration
+	points  *faultinject.Points
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
