@@ -220,7 +220,8 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	wf, ext, err := extstatus.FromUnstructured(u)
 	if err != nil {
 		if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-			return nil, 0, nil
+			// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
+			return nil, 0, c.releaseByOwner(ctx, u)
 		}
 		return nil, 0, c.failUndecodable(ctx, u, err)
 	}
@@ -493,4 +494,19 @@ func (c *Controller) forgetReleased(obj any) {
 		delete(c.released, pod.UID)
 		c.releasedMu.Unlock()
 	}
+}
+
+// releaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
+func (c *Controller) releaseByOwner(ctx context.Context, u *unstructured.Unstructured) error {
+	objs, err := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowUID, string(u.GetUID()))
+	if err != nil {
+		return err
+	}
+	var held []*corev1.Pod
+	for _, o := range objs {
+		if pod := o.(*corev1.Pod); slices.Contains(pod.Finalizers, podfinalizer.Finalizer) && !c.releasePending(pod) {
+			held = append(held, pod)
+		}
+	}
+	return c.releaseAll(ctx, held, releasePersisted)
 }

@@ -1,12 +1,19 @@
 package e2e_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/wfguard/wfguard/test/simnode"
 )
@@ -489,5 +496,49 @@ spec:
 	e.patchSpec(wf.Name, `{"spec":{"suspend":null}}`)
 	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded || nodeByName(done, "legacy-suspend[1].second") == nil {
 		t.Errorf("after resuming: %s\n%s", done.Status.Phase, describe(done))
+	}
+}
+
+func TestAnUndecodableWorkflowFailsClearlyAndItsPodsAreReleased(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+		"metadata": map[string]any{"name": "garbled"},
+		"spec":     map[string]any{"entrypoint": "main", "templates": "not-a-list"},
+	}}
+	created, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
+		Namespace(e.ns).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod it owns, holding the status finalizer (as if created before the spec was garbled).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "garbled-pod", Finalizers: []string{common.FinalizerPodStatus},
+		Labels:          map[string]string{common.LabelKeyWorkflow: "garbled"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "garbled", UID: created.GetUID()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	if _, err := e.kube.CoreV1().Pods(e.ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// argo's typed client cannot read it either: look at the raw object.
+	var phase, message string
+	err = wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
+			Namespace(e.ns).Get(ctx, "garbled", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase, _, _ = unstructured.NestedString(got.Object, "status", "phase")
+		message, _, _ = unstructured.NestedString(got.Object, "status", "message")
+		return phase != "", nil
+	})
+	if err != nil || phase != string(wfv1.WorkflowFailed) || !strings.HasPrefix(message, "cannot unmarshall spec: ") {
+		t.Errorf("workflow = %s %q (%v), want Failed \"cannot unmarshall spec: ...\"", phase, message, err)
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && !slices.Contains(p.Finalizers, common.FinalizerPodStatus), nil
+	})
+	if err != nil {
+		t.Errorf("the undecodable workflow's pod kept its finalizer: %v", err)
 	}
 }
