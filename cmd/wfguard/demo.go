@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,18 +24,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	examples := fs.String("examples", "examples", "directory of example workflows (*.yaml)")
 	binDir := fs.String("bin-dir", "", "directory with etcd and kube-apiserver (default <module root>/bin, built by `make tools`)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for the workflows")
-	logFormat := fs.String("log-format", "text", "controller log format: json or text")
-	logLevel := fs.String("log-level", "warn", "controller log level")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "wfguard demo: %v\n", err)
-		return 2
+	log, code := parseSandboxFlags(fs, args, "warn", stderr)
+	if log == nil {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -59,18 +51,9 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	kubeconfigOut := fs.String("kubeconfig-out", filepath.Join(cacheDir, "wfguard", "kubeconfig"), "where to write the sandbox's kubeconfig")
 	binDir := fs.String("bin-dir", "", "directory with etcd and kube-apiserver (default <module root>/bin)")
 	namespace := fs.String("namespace", "default", "namespace to prepare for workflows")
-	logFormat := fs.String("log-format", "text", "controller log format: json or text")
-	logLevel := fs.String("log-level", "info", "controller log level")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "wfguard up: %v\n", err)
-		return 2
+	log, code := parseSandboxFlags(fs, args, "info", stderr)
+	if log == nil {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -79,7 +62,7 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wfguard up: %v\n", err)
 		return 1
 	}
-	code := 0
+	code = 0
 	if err := copyFile(sb.ControlPlane.Kubeconfig, *kubeconfigOut); err != nil {
 		fmt.Fprintf(stderr, "wfguard up: %v\n", err)
 		code = 1
@@ -110,4 +93,23 @@ func copyFile(from, to string) error {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// parseSandboxFlags adds the controller log flags shared by demo and up, parses args and builds the logger;
+// a nil logger comes with the exit code to return.
+func parseSandboxFlags(fs *flag.FlagSet, args []string, level string, stderr io.Writer) (*slog.Logger, int) {
+	logFormat := fs.String("log-format", "text", "controller log format: json or text")
+	logLevel := fs.String("log-level", level, "controller log level")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	log, err := newLogger(*logFormat, *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return nil, 2
+	}
+	return log, 0
 }

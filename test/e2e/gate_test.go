@@ -22,22 +22,7 @@ func TestANodeWaitsForItsResultAndKeepsItsFinalizerUntilThenTheRestIsReleased(t 
 		"produce": {Parameters: map[string]string{"out": "v1"}, Fault: simnode.Fault{NeverFinalize: true}},
 		"consume": {},
 	}}})
-	wf := e.submit(`
-metadata: {name: gated}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps:
-    - - {name: produce, template: produce}
-    - - {name: consume, template: consume, arguments: {parameters: [{name: in, value: "{{steps.produce.outputs.parameters.out}}"}]}}
-  - name: produce
-    container: {image: alpine, command: [sh, -c, "echo v1 > /tmp/out"]}
-    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
-  - name: consume
-    inputs: {parameters: [{name: in}]}
-    container: {image: alpine, command: [echo, "{{inputs.parameters.in}}"]}
-`)
+	wf := e.submit(manifest(producerConsumer, "gated", "10m"))
 	waiting := e.waitFor(wf.Name, "waiting for the task result", 30*time.Second, func(wf *wfv1.Workflow) bool {
 		n := nodeByName(wf, "gated[0].produce")
 		return n != nil && strings.HasPrefix(n.Message, "waiting for task result (since ")
