@@ -46,17 +46,22 @@ func (c *Controller) orphaned(pod *corev1.Pod) bool {
 // releaseOrphans is the orphan path of a key: pods labelled for this workflow name, in its namespace
 // only, whose owning workflow (by UID) is gone, lose the finalizer.
 func (c *Controller) releaseOrphans(ctx context.Context, key string) error {
-	objs, err := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowKey, key)
+	return c.releaseIndexed(ctx, IndexWorkflowKey, key, c.orphaned, releaseOrphaned)
+}
+
+// releaseIndexed releases the cached pods under index=value that match, skipping those already released.
+func (c *Controller) releaseIndexed(ctx context.Context, index, value string, match func(*corev1.Pod) bool, reason string) error {
+	objs, err := c.inf.pods.GetIndexer().ByIndex(index, value)
 	if err != nil {
 		return err
 	}
-	var orphans []*corev1.Pod
+	var due []*corev1.Pod
 	for _, o := range objs {
-		if pod := o.(*corev1.Pod); c.orphaned(pod) && !c.releasePending(pod) {
-			orphans = append(orphans, pod)
+		if pod := o.(*corev1.Pod); match(pod) && !c.releasePending(pod) {
+			due = append(due, pod)
 		}
 	}
-	return c.releaseAll(ctx, orphans, releaseOrphaned)
+	return c.releaseAll(ctx, due, reason)
 }
 
 // releaseParallelism bounds concurrent finalizer patches within one pass (the client's QPS bounds the rest).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -370,14 +369,8 @@ func waitingNodes(wf *wfv1.Workflow) map[string]time.Time {
 		if n.Type != wfv1.NodeTypePod || taskresult.Synced(&n) {
 			continue
 		}
-		switch {
-		case strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix):
-			_, rest, _ := strings.Cut(n.Message, "(since ")
-			if t, err := time.Parse(time.RFC3339, strings.TrimSuffix(rest, ")")); err == nil {
-				out[id] = t
-			}
-		case n.Phase.Completed():
-			out[id] = n.FinishedAt.Time
+		if since := engine.WaitStart(&n); !since.IsZero() {
+			out[id] = since
 		}
 	}
 	return out
@@ -498,15 +491,6 @@ func (c *Controller) forgetReleased(obj any) {
 
 // releaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
 func (c *Controller) releaseByOwner(ctx context.Context, u *unstructured.Unstructured) error {
-	objs, err := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowUID, string(u.GetUID()))
-	if err != nil {
-		return err
-	}
-	var held []*corev1.Pod
-	for _, o := range objs {
-		if pod := o.(*corev1.Pod); slices.Contains(pod.Finalizers, podfinalizer.Finalizer) && !c.releasePending(pod) {
-			held = append(held, pod)
-		}
-	}
-	return c.releaseAll(ctx, held, releasePersisted)
+	held := func(pod *corev1.Pod) bool { return slices.Contains(pod.Finalizers, podfinalizer.Finalizer) }
+	return c.releaseIndexed(ctx, IndexWorkflowUID, string(u.GetUID()), held, releasePersisted)
 }

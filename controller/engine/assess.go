@@ -70,13 +70,7 @@ func enforceResultWait(p *Pass, id string) {
 	if n == nil || taskresult.Synced(n) {
 		return
 	}
-	var since time.Time
-	switch {
-	case n.Phase == wfv1.NodeRunning && strings.HasPrefix(n.Message, WaitingForTaskResultPrefix):
-		since = waitingSince(n.Message)
-	case n.Phase.Completed():
-		since = n.FinishedAt.Time
-	}
+	since := WaitStart(n)
 	if since.IsZero() {
 		return // the pod has not ended: no wait yet
 	}
@@ -102,6 +96,18 @@ func enforceResultWait(p *Pass, id string) {
 	p.setNode(n)
 	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: fmt.Sprintf(
 		"Node %s: its pod failed and its task result did not complete within %s; it keeps its failure without outputs", n.Name, timeout)})
+}
+
+// WaitStart is when a node whose gate is closed began waiting for its result, from persisted status: the
+// time in its "waiting for task result (since T)" message, or the finish of its failed pod. Zero: no wait.
+func WaitStart(n *wfv1.NodeStatus) time.Time {
+	switch {
+	case n.Phase == wfv1.NodeRunning && strings.HasPrefix(n.Message, WaitingForTaskResultPrefix):
+		return waitingSince(n.Message)
+	case n.Phase.Completed():
+		return n.FinishedAt.Time
+	}
+	return time.Time{}
 }
 
 // waitingSince reads the persisted start of a wait back from the node message.
