@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -199,27 +200,24 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 
 // CheckWorkflowCRD refuses to run against a Workflow CRD whose schema would prune wfguard's status fields.
 func CheckWorkflowCRD(ctx context.Context, client dynamic.Interface) error {
-	crd, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
-		Get(ctx, "workflows.argoproj.io", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("the Workflow CRD (workflows.argoproj.io) is not installed: kubectl apply -k config/crd")
-	}
+	crd, err := installedCRD(ctx, client, "workflows.argoproj.io")
 	if err != nil {
-		return fmt.Errorf("reading the Workflow CRD: %w", err)
+		return err
 	}
 	return extstatus.CheckCRDPreserves(crd)
 }
 
-func checkCRDInstalled(ctx context.Context, client dynamic.Interface, name string) error {
-	_, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+// installedCRD reads a CRD, saying how to install it when it is missing.
+func installedCRD(ctx context.Context, client dynamic.Interface, name string) (*unstructured.Unstructured, error) {
+	crd, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
 		Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("the %s CRD is not installed: kubectl apply -k config/crd", name)
+		return nil, fmt.Errorf("the %s CRD is not installed: kubectl apply -k config/crd", name)
 	}
 	if err != nil {
-		return fmt.Errorf("reading the %s CRD: %w", name, err)
+		return nil, fmt.Errorf("reading the %s CRD: %w", name, err)
 	}
-	return nil
+	return crd, nil
 }
 
 // Run serves until ctx ends, then drains: in-flight reconciles finish and their writes complete.
@@ -228,7 +226,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := CheckWorkflowCRD(ctx, c.dynamic); err != nil {
 		return err
 	}
-	if err := checkCRDInstalled(ctx, c.dynamic, "workflowactions.argoproj.io"); err != nil {
+	if _, err := installedCRD(ctx, c.dynamic, "workflowactions.argoproj.io"); err != nil {
 		return err
 	}
 	ctx, c.crash = context.WithCancelCause(ctx)
