@@ -42,12 +42,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	// Tasks that become fulfilled within this pass (skipped, omitted, errored) unblock others at once.
 	for progressed := true; progressed; {
 		progressed = false
-		sc := scope{}.withInputs(tmpl)
-		for _, t := range tmpl.DAG.Tasks {
-			if n := taskNode(t.Name); fulfilled(n) {
-				sc.addNode("tasks."+t.Name, n)
-			}
-		}
+		sc := e.dagScope(p, node, tmpl)
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
 			existing := taskNode(t.Name)
@@ -87,6 +82,13 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				continue
 			}
 			resolved, err := resolveJSON(&t, globals, sc)
+			if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
+				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, link, string(tmplJSON)); err != nil {
+					return nil, err
+				}
+				progressed = progressed || fulfilled(p.node(name))
+				continue
+			}
 			var proceed bool
 			if err == nil {
 				proceed, err = evalWhen(resolved.When)
@@ -110,7 +112,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				progressed = true
 				continue
 			}
-			child, err := e.executeTemplate(ctx, p, name, t.Name, resolved.Template, resolved.Arguments, node.ID, string(tmplJSON), false)
+			child, err := e.executeTemplate(ctx, p, name, t.Name, resolved.Template, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
 			if err != nil {
 				var api *apiError
 				if errors.As(err, &api) {
@@ -134,14 +136,12 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 // (dag.target, else the leaves: tasks nothing depends on).
 func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs map[string]dependsExpr, globals map[string]string) (*wfv1.NodeStatus, error) {
 	node := p.node(dagName)
-	sc := scope{}.withInputs(tmpl)
 	for _, t := range tmpl.DAG.Tasks {
-		n := p.node(dagName + "." + t.Name)
-		if !fulfilled(n) {
+		if !fulfilled(p.node(dagName + "." + t.Name)) {
 			return node, nil
 		}
-		sc.addNode("tasks."+t.Name, n)
 	}
+	sc := e.dagScope(p, node, tmpl)
 	if shutdown(p).Enabled() {
 		return p.markPhase(node, wfv1.NodeFailed, ""), nil
 	}
@@ -251,4 +251,122 @@ func targetTasks(tmpl *wfv1.Template, exprs map[string]dependsExpr) []string {
 		}
 	}
 	return out
+}
+
+// dagScope is the DAG template's inputs and the outputs of its fulfilled tasks; a loop's task group
+// contributes the fan-in of its iterations.
+func (e *Engine) dagScope(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template) scope {
+	sc := scope{}.withInputs(tmpl)
+	for _, t := range tmpl.DAG.Tasks {
+		n := p.node(dagNode.Name + "." + t.Name)
+		if !fulfilled(n) {
+			continue
+		}
+		if n.Type == wfv1.NodeTypeTaskGroup {
+			sc.addNode("tasks."+t.Name, n)
+			sc.addAggregate("tasks."+t.Name, loopChildren(p, n.Name, dagNode.ID))
+			continue
+		}
+		sc.addNode("tasks."+t.Name, n)
+	}
+	return sc
+}
+
+// executeTaskLoop runs a task with withItems/withParam/withSequence: a TaskGroup node named after the
+// task, with one child per iteration, name(i:item). The group completes when every iteration is
+// fulfilled: Succeeded, or the phase of a failed iteration. A loop that cannot expand (withParam not a
+// JSON list) is an errored node naming the field; an empty one is Skipped.
+func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.NodeStatus, task, resolved *wfv1.DAGTask,
+	link func(string), tmplJSON string) error {
+	name := dagNode.Name + "." + task.Name
+	group := p.node(name)
+	items, err := loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}.expand(resolved.When)
+	if err != nil {
+		msg := fmt.Sprintf("task %s: %v", task.Name, err)
+		if group == nil {
+			bad := p.newNode(name, task.Name, wfv1.NodeTypeSkipped, task.Template, dagNode.ID, wfv1.NodeError, msg)
+			link(bad.ID)
+			p.Events = append(p.Events, nodeEvent(bad))
+		} else {
+			p.markPhase(group, wfv1.NodeError, msg)
+		}
+		return nil
+	}
+	if len(items) == 0 {
+		if group == nil {
+			skipped := p.newNode(name, task.Name, wfv1.NodeTypeSkipped, task.Template, dagNode.ID, wfv1.NodeSkipped, "Skipped, empty params")
+			link(skipped.ID)
+			p.Events = append(p.Events, nodeEvent(skipped))
+		}
+		return nil
+	}
+	if group == nil {
+		group = p.newNode(name, task.Name, wfv1.NodeTypeTaskGroup, task.Template, dagNode.ID, wfv1.NodeRunning, "")
+		link(group.ID)
+	}
+	base := *resolved
+	base.WithItems, base.WithParam, base.WithSequence = nil, "", nil
+	done, phase := true, wfv1.NodeSucceeded
+	for i, item := range items {
+		iterName := loopChildName(task.Name, i, item)
+		childName := dagNode.Name + "." + iterName
+		child := p.node(childName)
+		if !fulfilled(child) {
+			x, err := substituteItem(&base, i, item)
+			if err != nil {
+				p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task %s: %v", task.Name, err))
+				return nil
+			}
+			child, err = e.executeIteration(ctx, p, dagNode, p.node(name), childName, iterName, x, tmplJSON)
+			if err != nil {
+				return err
+			}
+		}
+		switch {
+		case child == nil || !fulfilled(child):
+			done = false
+		case child.FailedOrError():
+			phase = child.Phase
+		}
+	}
+	if done {
+		p.markPhase(p.node(name), phase, "")
+	}
+	return nil
+}
+
+// executeIteration runs one iteration of a task loop under its group, honouring the iteration's `when`.
+func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *wfv1.NodeStatus, childName, iterName string,
+	x *wfv1.DAGTask, tmplJSON string) (*wfv1.NodeStatus, error) {
+	if p.node(childName) == nil {
+		proceed, err := evalWhen(x.When)
+		if err != nil || !proceed {
+			phase, msg := wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", x.When)
+			if err != nil {
+				phase, msg = wfv1.NodeError, err.Error()
+			}
+			n := p.newNode(childName, iterName, wfv1.NodeTypeSkipped, x.Template, dagNode.ID, phase, msg)
+			p.addChild(p.node(group.Name), n.ID)
+			p.Events = append(p.Events, nodeEvent(n))
+			return n, nil
+		}
+	}
+	child, err := e.executeTemplate(ctx, p, childName, iterName, x.Template, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
+	if err != nil {
+		var api *apiError
+		if errors.As(err, &api) {
+			return nil, err
+		}
+		msg := fmt.Sprintf("task '%s' errored: %v", childName, err)
+		if n := p.node(childName); n != nil {
+			return p.markPhase(n, wfv1.NodeError, msg), nil
+		}
+		n := p.newNode(childName, iterName, wfv1.NodeTypeSkipped, x.Template, dagNode.ID, wfv1.NodeError, msg)
+		p.addChild(p.node(group.Name), n.ID)
+		return n, nil
+	}
+	if child != nil {
+		p.addChild(p.node(group.Name), child.ID)
+	}
+	return child, nil
 }

@@ -114,8 +114,7 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 		return err
 	}
 	if !suspended(p) || shutdown(p).Enabled() {
-		entry := &wfv1.WorkflowStep{Template: wf.Spec.Entrypoint}
-		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, entry.Template, wf.Spec.Arguments, "", "", false); err != nil {
+		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, wf.Spec.Entrypoint, wf.Spec.Arguments, "", "", execOpts{}); err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
 				return err // transient: the pass is persisted and retried with backoff
@@ -222,10 +221,23 @@ func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error 
 	return nil
 }
 
-// executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created).
-// parentTmplJSON is the calling steps/DAG template, to know whether a parent reads outputs.result.
+// execOpts is how a template is being run.
+type execOpts struct {
+	// onExit: part of an exit handler, which runs on Stop (not Terminate) and past the workflow deadline.
+	onExit bool
+	// flag is recorded on the node created (Hooked for exit handlers, Retried for retry attempts).
+	flag *wfv1.NodeFlag
+	// attempt: one attempt of a retry node, whose retryStrategy is applied by the retry node.
+	attempt bool
+	// resultName is the step or task name a parent reads outputs.result by, when the node's differs.
+	resultName string
+}
+
+// executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
+// while parallelism holds it back). parentTmplJSON is the calling steps/DAG template, to know whether a
+// parent reads outputs.result.
 func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName, tmplName string, args wfv1.Arguments,
-	boundaryID, parentTmplJSON string, _ bool) (*wfv1.NodeStatus, error) {
+	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
 	if n := p.node(nodeName); n != nil && fulfilled(n) {
 		return n, nil
 	}

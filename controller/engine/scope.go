@@ -155,7 +155,7 @@ func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters) (*
 		param := wfv1.Parameter{Name: p.Name}
 		switch {
 		case p.ValueFrom != nil && p.ValueFrom.Parameter != "":
-			v, err := replaceString(p.ValueFrom.Parameter, mergeParams(globals, s))
+			v, err := resolveValue(p.ValueFrom.Parameter, mergeParams(globals, s))
 			if err != nil {
 				if p.ValueFrom.Default == nil {
 					return nil, fmt.Errorf("resolving outputs.parameters.%s: %w", p.Name, err)
@@ -192,4 +192,16 @@ func replaceString(s string, params map[string]string) (string, error) {
 		m[k] = v
 	}
 	return t.Replace(m, false)
+}
+
+// resolveValue resolves a value that is one reference, e.g. {{steps.x.outputs.parameters.p}}, to the
+// referenced value as is (a fan-in's JSON list keeps its quotes); anything else is substituted.
+func resolveValue(s string, params map[string]string) (string, error) {
+	trimmed := strings.TrimSpace(s)
+	if strings.HasPrefix(trimmed, "{{") && strings.HasSuffix(trimmed, "}}") && strings.Count(trimmed, "{{") == 1 {
+		if v, ok := params[strings.TrimSpace(trimmed[2:len(trimmed)-2])]; ok {
+			return v, nil
+		}
+	}
+	return replaceString(s, params)
 }

@@ -36,8 +36,11 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 			return p.markPhase(p.node(node.Name), wfv1.NodeFailed, sg.Message), nil
 		}
 		for _, step := range group.Steps {
-			if child := p.node(sgName + "." + step.Name); child != nil {
+			name := sgName + "." + step.Name
+			if child := p.node(name); child != nil {
 				sc.addNode("steps."+step.Name, child)
+			} else if iterations := loopChildren(p, name, node.ID); len(iterations) > 0 {
+				sc.addAggregate("steps."+step.Name, iterations) // fan-in of a loop
 			}
 		}
 	}
@@ -71,36 +74,82 @@ func (e *Engine) linkStepGroup(p *Pass, stepsNode, sg *wfv1.NodeStatus, i int) {
 	}
 }
 
+// stepRun is one child of a step group: a step, or one iteration of a step's loop.
+type stepRun struct {
+	name     string             // the child's name in the group: the step's, or name(i:item)
+	step     *wfv1.WorkflowStep // as written (continueOn, template)
+	resolved *wfv1.WorkflowStep // parameters and the item substituted
+}
+
+// expandStepGroup resolves every step of a group and expands loops into their iterations. An empty loop
+// is recorded as a Skipped node; an error (a bad reference, a withParam that is not a JSON list) is
+// returned for the group.
+func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep, sc scope,
+	globals map[string]string, boundaryID string) ([]stepRun, error) {
+	var runs []stepRun
+	for i := range steps {
+		step := &steps[i]
+		r, err := resolveJSON(step, globals, sc)
+		if err != nil {
+			return nil, err
+		}
+		l := loop{r.WithItems, r.WithParam, r.WithSequence}
+		if !l.set() {
+			runs = append(runs, stepRun{step.Name, step, r})
+			continue
+		}
+		items, err := l.expand(r.When)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", step.Name, err)
+		}
+		if len(items) == 0 {
+			childName := sg.Name + "." + step.Name
+			if p.node(childName) == nil {
+				skipped := p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeSkipped, "Skipped, empty params")
+				p.addChild(p.node(sg.Name), skipped.ID)
+				p.Events = append(p.Events, nodeEvent(skipped))
+			}
+			continue
+		}
+		r.WithItems, r.WithParam, r.WithSequence = nil, "", nil
+		for j, item := range items {
+			x, err := substituteItem(r, j, item)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", step.Name, err)
+			}
+			x.Name = loopChildName(step.Name, j, item)
+			runs = append(runs, stepRun{x.Name, step, x})
+		}
+	}
+	return runs, nil
+}
+
 // executeStepGroup starts the parallel steps of one group and decides the group once all are fulfilled.
 func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep,
 	sc scope, globals common.Parameters, boundaryID, tmplJSON string) error {
 	// Resolve the whole group before starting any of it, so a bad reference never leaves a sibling running
 	// under a group that already failed.
-	resolvedSteps := make([]*wfv1.WorkflowStep, len(steps))
-	for i := range steps {
-		r, err := resolveJSON(&steps[i], globals, sc)
-		if err != nil {
-			p.markPhase(p.node(sg.Name), wfv1.NodeError, err.Error())
-			return nil
-		}
-		resolvedSteps[i] = r
+	runs, err := e.expandStepGroup(p, sg, steps, sc, globals, boundaryID)
+	if err != nil {
+		p.markPhase(p.node(sg.Name), wfv1.NodeError, err.Error())
+		return nil
 	}
 	allFulfilled := true
-	for i, step := range steps {
-		childName := sg.Name + "." + step.Name
+	for _, run := range runs {
+		childName := sg.Name + "." + run.name
 		child := p.node(childName)
 		if fulfilled(child) {
 			continue
 		}
-		resolved := resolvedSteps[i]
+		resolved := run.resolved
 		if child == nil {
 			proceed, err := evalWhen(resolved.When)
 			if err != nil {
-				e.failStep(p, sg, childName, step, boundaryID, err.Error())
+				e.failStep(p, sg, childName, run.name, run.step.Template, boundaryID, err.Error())
 				return nil
 			}
 			if !proceed {
-				skipped := p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeSkipped,
+				skipped := p.newNode(childName, run.name, wfv1.NodeTypeSkipped, run.step.Template, boundaryID, wfv1.NodeSkipped,
 					fmt.Sprintf("when '%s' evaluated false", resolved.When))
 				p.addChild(p.node(sg.Name), skipped.ID)
 				p.Events = append(p.Events, nodeEvent(skipped))
@@ -108,11 +157,11 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 			}
 		}
 		if resolved.Template == "" {
-			e.failStep(p, sg, childName, step, boundaryID,
-				fmt.Sprintf("step %s: only local templates are supported (templateRef and inline templates are not yet)", step.Name))
+			e.failStep(p, sg, childName, run.name, run.step.Template, boundaryID,
+				fmt.Sprintf("step %s: only local templates are supported (templateRef and inline templates are not yet)", run.name))
 			return nil
 		}
-		child, err := e.executeTemplate(ctx, p, childName, step.Name, resolved.Template, resolved.Arguments, boundaryID, tmplJSON, false)
+		child, err := e.executeTemplate(ctx, p, childName, run.name, resolved.Template, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
 		if err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
@@ -134,9 +183,9 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 		return nil
 	}
 	sg = p.node(sg.Name)
-	for _, step := range steps {
-		child := p.node(sg.Name + "." + step.Name)
-		if child != nil && child.FailedOrError() && !step.ContinuesOn(child.Phase) {
+	for _, run := range runs {
+		child := p.node(sg.Name + "." + run.name)
+		if child != nil && child.FailedOrError() && !run.step.ContinuesOn(child.Phase) {
 			p.markPhase(sg, wfv1.NodeFailed, fmt.Sprintf("child '%s' failed", child.ID))
 			return nil
 		}
@@ -147,10 +196,10 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 
 // failStep records a step that cannot run (bad reference, bad `when`) as an errored Skipped-type node and
 // errors its group, as argo does.
-func (e *Engine) failStep(p *Pass, sg *wfv1.NodeStatus, childName string, step wfv1.WorkflowStep, boundaryID, msg string) {
+func (e *Engine) failStep(p *Pass, sg *wfv1.NodeStatus, childName, displayName, tmplName, boundaryID, msg string) {
 	child := p.node(childName)
 	if child == nil {
-		child = p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeError, msg)
+		child = p.newNode(childName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
 		p.Events = append(p.Events, nodeEvent(child))
 	} else {
 		p.markPhase(child, wfv1.NodeError, msg)

@@ -57,7 +57,7 @@ func unsupported(wf *wfv1.Workflow) error {
 		}
 		for _, group := range t.Steps {
 			for _, step := range group.Steps {
-				if d := loopOrRef(step.WithItems, step.WithParam, step.WithSequence, step.TemplateRef, step.Inline, step.OnExit, step.Hooks); d != "" {
+				if d := refOrHook(step.TemplateRef, step.Inline, step.OnExit, step.Hooks); d != "" {
 					add("%s step %s: %s", where, step.Name, d)
 				}
 			}
@@ -67,7 +67,7 @@ func unsupported(wf *wfv1.Workflow) error {
 				add("%s: dag.target", where)
 			}
 			for _, task := range t.DAG.Tasks {
-				if d := loopOrRef(task.WithItems, task.WithParam, task.WithSequence, task.TemplateRef, task.Inline, task.OnExit, task.Hooks); d != "" {
+				if d := refOrHook(task.TemplateRef, task.Inline, task.OnExit, task.Hooks); d != "" {
 					add("%s task %s: %s", where, task.Name, d)
 				}
 			}
@@ -79,14 +79,8 @@ func unsupported(wf *wfv1.Workflow) error {
 	return fmt.Errorf("not supported by wfguard yet: %s", strings.Join(found, "; "))
 }
 
-func loopOrRef(items []wfv1.Item, param string, seq *wfv1.Sequence, ref *wfv1.TemplateRef, inline *wfv1.Template, onExit string, hooks wfv1.LifecycleHooks) string {
+func refOrHook(ref *wfv1.TemplateRef, inline *wfv1.Template, onExit string, hooks wfv1.LifecycleHooks) string {
 	switch {
-	case len(items) > 0:
-		return "withItems"
-	case param != "":
-		return "withParam"
-	case seq != nil:
-		return "withSequence"
 	case ref != nil:
 		return "templateRef"
 	case inline != nil:

@@ -285,14 +285,15 @@ spec:
   - name: main
     container: {image: alpine, command: [echo, "{{workflow.parameters.nope}}"]}`, "failed to resolve {{workflow.parameters.nope}}"},
 		{"a feature wfguard does not run yet", `
-metadata: {name: loops}
+metadata: {name: daemon}
 spec:
   entrypoint: main
   templates:
   - name: main
-    steps: [[{name: a, template: ok, withItems: [1, 2]}]]
+    steps: [[{name: a, template: ok}]]
   - name: ok
-    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template main step a: withItems"},
+    daemon: true
+    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: daemon"},
 		{"an oversized workflow", `
 metadata: {name: oversized}
 spec:
