@@ -272,6 +272,9 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	n := p.node(nodeName)
+	if n == nil && parallelismReached(p, boundaryID) {
+		return nil, nil // a running node's end (a pod event) brings the next pass
+	}
 	switch resolved.GetType() {
 	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
 		if n == nil {

@@ -22,9 +22,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.WorkflowTemplateRef != nil {
 		add("spec.workflowTemplateRef")
 	}
-	if s.Parallelism != nil {
-		add("spec.parallelism")
-	}
 	if s.TTLStrategy != nil {
 		add("spec.ttlStrategy")
 	}
@@ -42,8 +39,6 @@ func unsupported(wf *wfv1.Workflow) error {
 		switch {
 		case t.RetryStrategy != nil:
 			add("%s: retryStrategy", where)
-		case t.Parallelism != nil:
-			add("%s: parallelism", where)
 		case t.Timeout != "":
 			add("%s: timeout", where)
 		case t.Memoize != nil:
