@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools test lint vet fmt-check build demo up generate
+.PHONY: all tools test lint vet fmt-check build demo up generate bench
 
 all: build
 
@@ -26,6 +26,13 @@ demo: tools
 up: tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	bin/wfguard up
+
+## bench: measure the controller against DESIGN.md's targets (~10 min on 2 cores); report in bench/results/
+BENCH_FLAGS ?=
+bench: tools
+	$(GO) build -o bin/wfguard ./cmd/wfguard
+	$(GO) build -o bin/wfguard-bench ./cmd/wfguard-bench
+	bin/wfguard-bench $(BENCH_FLAGS)
 
 ## generate: regenerate the WorkflowAction deepcopy and CRD (controller-gen from the module proxy)
 generate:

@@ -1,0 +1,101 @@
+// Command wfguard-bench measures the controller on an embedded control plane and reports against
+// DESIGN.md's performance targets (run it with `make bench`).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wfguard/wfguard/test/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o := bench.Defaults()
+	fs := flag.NewFlagSet("wfguard-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: wfguard-bench [flags]\n\nRuns the benchmark scenarios on an embedded etcd + kube-apiserver with the simulated node,\nprints a report and writes it as JSON.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&o.Workers, "workers", o.Workers, "controller reconcile workers")
+	fs.IntVar(&o.LatencyChains, "latency-chains", o.LatencyChains, "scheduling latency: chain workflows, run one at a time")
+	fs.IntVar(&o.ChainLength, "chain-length", o.ChainLength, "scheduling latency: pods per chain")
+	fs.IntVar(&o.LatencyFanOuts, "latency-fanouts", o.LatencyFanOuts, "scheduling latency: fan-out workflows, run one at a time")
+	fs.IntVar(&o.FanOutWidth, "fanout-width", o.FanOutWidth, "scheduling latency: children per fan-out")
+	fs.IntVar(&o.ThroughputWorkflows, "workflows", o.ThroughputWorkflows, "throughput: concurrent workflows")
+	fs.IntVar(&o.ThroughputNodes, "nodes", o.ThroughputNodes, "throughput: pods per workflow (a chain)")
+	fs.IntVar(&o.Actions, "actions", o.Actions, "WorkflowAction latency: concurrent actions of each kind")
+	fs.IntVar(&o.OrphanPods, "orphans", o.OrphanPods, "orphan sweep: orphaned pods holding the status finalizer")
+	fs.IntVar(&o.LateResultWorkflows, "late-workflows", o.LateResultWorkflows, "late results: concurrent workflows")
+	fs.DurationVar(&o.LateResultDelay, "late-delay", o.LateResultDelay, "late results: delay of the controller's task-result watch events")
+	fs.IntVar(&o.MemoryWorkflows, "memory-workflows", o.MemoryWorkflows, "memory: completed workflows cached")
+	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary the memory scenario runs as its own process (\"\" skips memory)")
+	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,actions,orphans,lateresults,memory (default all)")
+	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
+	verbose := fs.Bool("v", false, "log the controller's warnings")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "wfguard-bench: unexpected arguments %v\n", fs.Args())
+		return 2
+	}
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
+		for _, s := range o.Only {
+			if !bench.IsScenario(s) {
+				fmt.Fprintf(stderr, "wfguard-bench: unknown scenario %q in --only\n", s)
+				return 2
+			}
+		}
+	}
+	if *verbose {
+		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	o.Progress = stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	begin := time.Now()
+	report, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+		return 1
+	}
+	report.WriteText(stdout)
+	fmt.Fprintf(stdout, "\nbench finished in %s\n", time.Since(begin).Round(time.Second))
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+			return 1
+		}
+		path := filepath.Join(*out, report.Date.Format("2006-01-02T150405Z")+".json")
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+			return 1
+		}
+		werr := report.WriteJSON(f)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: writing %s: %v\n", path, werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "report written to %s\n", path)
+	}
+	return 0
+}

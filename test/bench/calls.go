@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"net/http"
+	"sort"
+	"sync"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/wfguard/wfguard/faultinject"
+)
+
+// callCounter counts API requests by verb and resource; watches count once, when opened.
+type callCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newCallCounter() *callCounter { return &callCounter{counts: map[string]int{}} }
+
+// wrap returns a copy of config whose requests are counted.
+func (c *callCounter) wrap(config *rest.Config) *rest.Config {
+	out := rest.CopyConfig(config)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
+	return out
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *callCounter
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	call := faultinject.RequestAttributes(req)
+	key := call["verb"] + " " + call["resource"]
+	t.c.mu.Lock()
+	t.c.counts[key]++
+	t.c.mu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
+// APICall is one verb+resource count.
+type APICall struct {
+	Call        string  `json:"call"`
+	Total       int     `json:"total"`
+	PerPod      float64 `json:"perPod"`
+	PerWorkflow float64 `json:"perWorkflow"`
+}
+
+// snapshot returns the counts with their rates per pod and per workflow.
+func (c *callCounter) snapshot(pods, workflows int) []APICall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []APICall
+	for k, n := range c.counts {
+		out = append(out, APICall{Call: k, Total: n, PerPod: float64(n) / float64(max(pods, 1)), PerWorkflow: float64(n) / float64(max(workflows, 1))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// writes counts the requests that change state (create, update, patch, delete).
+func (c *callCounter) writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.counts {
+		switch verbOf(k) {
+		case "create", "update", "patch", "delete":
+			n += v
+		}
+	}
+	return n
+}
+
+func verbOf(call string) string {
+	for i := range call {
+		if call[i] == ' ' {
+			return call[:i]
+		}
+	}
+	return call
+}

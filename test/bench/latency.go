@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LatencyResult is scheduling latency: predecessor pod Succeeded + result complete → successor pod created.
+type LatencyResult struct {
+	Chain  Latencies `json:"chain"`
+	FanOut Latencies `json:"fanOut"`
+	All    Latencies `json:"all"`
+}
+
+// latency runs chains and fan-outs one workflow at a time, so the figure is the pipeline's own delay
+// rather than queueing behind other workflows (throughput measures that).
+func (e *env) latency(ctx context.Context, report *Report) error {
+	ns, err := e.namespace(ctx, "bench-latency")
+	if err != nil {
+		return err
+	}
+	obs, err := startObserver(ctx, e.kube, e.argo, ns)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	r, err := e.start(ctx, runOptions{ns: ns, script: stepScript()})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.stop() }()
+
+	var chains, fanOuts []*wfv1.Workflow
+	for i := range e.opts.LatencyChains {
+		chains = append(chains, chainWorkflow(fmt.Sprintf("chain-%03d", i), e.opts.ChainLength))
+	}
+	for i := range e.opts.LatencyFanOuts {
+		fanOuts = append(fanOuts, fanOutWorkflow(fmt.Sprintf("fanout-%03d", i), e.opts.FanOutWidth))
+	}
+	for _, wf := range append(append([]*wfv1.Workflow{}, chains...), fanOuts...) {
+		if _, err := e.argo.ArgoprojV1alpha1().Workflows(ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("submitting %s: %w", wf.Name, err)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := obs.waitWorkflows(waitCtx, []string{wf.Name})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("workflow %s: %w", wf.Name, err)
+		}
+	}
+	if err := allSucceeded(obs, names(chains), names(fanOuts)); err != nil {
+		return err
+	}
+	isChain := func(n string) (string, bool) {
+		p, ok := predecessor(n)
+		return p, ok && len(n) > 6 && n[:6] == "chain-"
+	}
+	isFanOut := func(n string) (string, bool) {
+		p, ok := predecessor(n)
+		return p, ok && len(n) > 7 && n[:7] == "fanout-"
+	}
+	report.Latency = &LatencyResult{
+		Chain:  summarize(obs.schedulingLatencies(isChain)),
+		FanOut: summarize(obs.schedulingLatencies(isFanOut)),
+		All:    summarize(obs.schedulingLatencies(predecessor)),
+	}
+	return nil
+}
+
+func names(wfs []*wfv1.Workflow) []string {
+	out := make([]string, 0, len(wfs))
+	for _, wf := range wfs {
+		out = append(out, wf.Name)
+	}
+	return out
+}
+
+// allSucceeded refuses to report numbers of a run whose workflows did not all succeed.
+func allSucceeded(obs *observer, groups ...[]string) error {
+	for _, g := range groups {
+		phases := obs.phases(g)
+		if phases[wfv1.WorkflowSucceeded] != len(g) {
+			return fmt.Errorf("not every benchmark workflow succeeded: %v", phases)
+		}
+	}
+	return nil
+}

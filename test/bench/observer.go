@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// observer timestamps, from its own watches, when pods appear and succeed, results complete and
+// workflows finish. Latencies are differences of these times, so the watch delivery delay mostly cancels.
+type observer struct {
+	namespace string
+	mu        sync.Mutex
+	podAdded  map[string]time.Time     // node ID → pod first seen
+	ready     map[string]chan struct{} // node ID → closed when its pod Succeeded and its result completed
+	podDone   map[string]time.Time     // node ID → pod Succeeded seen
+	resultOK  map[string]time.Time     // node ID → result completed seen
+	nodeName  map[string]string        // node ID → node name
+	wfDone    map[string]time.Time     // workflow name → completed seen
+	wfPhase   map[string]wfv1.WorkflowPhase
+	changed   chan struct{}
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+func startObserver(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, ns string) (*observer, error) {
+	o := &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
+		nodeName: map[string]string{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{}, changed: make(chan struct{}, 1)}
+	ctx, o.stop = context.WithCancel(ctx)
+	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return kube.CoreV1().Pods(ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return kube.CoreV1().Pods(ns).Watch(ctx, opts)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{})
+	results := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return argo.ArgoprojV1alpha1().WorkflowTaskResults(ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return argo.ArgoprojV1alpha1().WorkflowTaskResults(ns).Watch(ctx, opts)
+		},
+	}, &wfv1.WorkflowTaskResult{}, 0, cache.Indexers{})
+	workflows := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return argo.ArgoprojV1alpha1().Workflows(ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return argo.ArgoprojV1alpha1().Workflows(ns).Watch(ctx, opts)
+		},
+	}, &wfv1.Workflow{}, 0, cache.Indexers{})
+	handler := func(f func(obj any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, obj any) { f(obj) }}
+	}
+	if _, err := pods.AddEventHandler(handler(o.onPod)); err != nil {
+		return nil, err
+	}
+	if _, err := results.AddEventHandler(handler(o.onResult)); err != nil {
+		return nil, err
+	}
+	if _, err := workflows.AddEventHandler(handler(o.onWorkflow)); err != nil {
+		return nil, err
+	}
+	for _, inf := range []cache.SharedIndexInformer{pods, results, workflows} {
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			inf.RunWithContext(ctx)
+		}()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, results.HasSynced, workflows.HasSynced) {
+		o.close()
+		return nil, fmt.Errorf("syncing the observer's caches in %s: %w", ns, ctx.Err())
+	}
+	return o, nil
+}
+
+func (o *observer) close() {
+	o.stop()
+	o.wg.Wait()
+}
+
+func (o *observer) notify() {
+	select {
+	case o.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (o *observer) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	id := pod.Annotations[common.AnnotationKeyNodeID]
+	if id == "" {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.podAdded[id]; !seen {
+		o.podAdded[id] = now
+		o.nodeName[id] = pod.Annotations[common.AnnotationKeyNodeName]
+		o.notify()
+	}
+	if _, seen := o.podDone[id]; !seen && pod.Status.Phase == corev1.PodSucceeded {
+		o.podDone[id] = now
+		o.checkReady(id)
+	}
+}
+
+func (o *observer) onResult(obj any) {
+	r, ok := obj.(*wfv1.WorkflowTaskResult)
+	if !ok || r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := o.resultOK[r.Name]; !seen {
+		o.resultOK[r.Name] = now
+		o.checkReady(r.Name)
+	}
+}
+
+// readyChan is closed once the node's pod has Succeeded and its result is complete. Callers hold o.mu.
+func (o *observer) readyChan(id string) chan struct{} {
+	ch, ok := o.ready[id]
+	if !ok {
+		ch = make(chan struct{})
+		o.ready[id] = ch
+	}
+	return ch
+}
+
+func (o *observer) checkReady(id string) {
+	_, done := o.podDone[id]
+	_, result := o.resultOK[id]
+	if done && result {
+		ch := o.readyChan(id)
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+}
+
+// waitNode waits until the node's pod has Succeeded and its result is complete.
+func (o *observer) waitNode(ctx context.Context, id string) error {
+	o.mu.Lock()
+	ch := o.readyChan(id)
+	o.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for node %s to succeed with its result: %w", id, ctx.Err())
+	}
+}
+
+func (o *observer) onWorkflow(obj any) {
+	wf, ok := obj.(*wfv1.Workflow)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	if _, seen := o.wfDone[wf.Name]; !seen && wf.Status.Phase.Completed() {
+		o.wfDone[wf.Name] = now
+		o.wfPhase[wf.Name] = wf.Status.Phase
+	}
+	o.mu.Unlock()
+	o.notify()
+}
+
+// waitWorkflows waits until every named workflow has completed.
+func (o *observer) waitWorkflows(ctx context.Context, names []string) error {
+	for {
+		o.mu.Lock()
+		missing := 0
+		for _, n := range names {
+			if _, ok := o.wfDone[n]; !ok {
+				missing++
+			}
+		}
+		o.mu.Unlock()
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-o.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d of %d workflows to complete: %w", missing, len(names), ctx.Err())
+		}
+	}
+}
+
+// waitPods waits until at least n workflow pods exist.
+func (o *observer) waitPods(ctx context.Context, n int) error {
+	for {
+		o.mu.Lock()
+		have := len(o.podAdded)
+		o.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-o.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pods (have %d): %w", n, have, ctx.Err())
+		}
+	}
+}
+
+// phases counts the final phases of the named workflows.
+func (o *observer) phases(names []string) map[wfv1.WorkflowPhase]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[wfv1.WorkflowPhase]int{}
+	for _, n := range names {
+		out[o.wfPhase[n]]++
+	}
+	return out
+}
+
+// schedulingLatencies returns, for each pod of a node whose predecessor (by node name) is known, the time
+// from "predecessor's pod Succeeded and its result complete" to the successor's pod appearing.
+func (o *observer) schedulingLatencies(predecessor func(nodeName string) (string, bool)) []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	byName := map[string]string{}
+	for id, name := range o.nodeName {
+		byName[name] = id
+	}
+	var out []time.Duration
+	for id, added := range o.podAdded {
+		pred, ok := predecessor(o.nodeName[id])
+		if !ok {
+			continue
+		}
+		pid, ok := byName[pred]
+		if !ok {
+			continue
+		}
+		done, ok1 := o.podDone[pid]
+		result, ok2 := o.resultOK[pid]
+		if !ok1 || !ok2 {
+			continue
+		}
+		out = append(out, added.Sub(later(done, result)))
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/podfinalizer"
+)
+
+// rawRun does the throughput workload without the controller: per node it creates the pod argoexec
+// needs, waits for it to succeed with its result, records the node in the workflow (one update) and
+// removes the finalizer (one patch); per workflow one create and one final update. That is the least a
+// correct controller must write, so its rate is the control plane's own limit for this work.
+func (e *env) rawRun(ctx context.Context, n, m int) (RunStats, error) {
+	ns, err := e.namespace(ctx, "bench-raw")
+	if err != nil {
+		return RunStats{}, err
+	}
+	obs, err := startObserver(ctx, e.kube, e.argo, ns)
+	if err != nil {
+		return RunStats{}, err
+	}
+	defer obs.close()
+	r, err := e.start(ctx, runOptions{ns: ns, script: stepScript(), noController: true})
+	if err != nil {
+		return RunStats{}, err
+	}
+	defer func() { _ = r.stop() }()
+	calls := newCallCounter()
+	config := calls.wrap(e.config)
+	kube := kubernetes.NewForConfigOrDie(config)
+	argo := versioned.NewForConfigOrDie(config)
+	begin := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	err = inParallel(n, n, func(i int) error {
+		return rawWorkflow(runCtx, kube, argo, obs, chainWorkflow(fmt.Sprintf("raw-%04d", i), m))
+	})
+	if err != nil {
+		return RunStats{}, err
+	}
+	elapsed := time.Since(begin)
+	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
+		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n)}, nil
+}
+
+func rawWorkflow(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, obs *observer, wf *wfv1.Workflow) error {
+	ns := obs.namespace
+	wfs := argo.ArgoprojV1alpha1().Workflows(ns)
+	wf, err := wfs.Create(ctx, wf, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("raw: creating workflow: %w", err)
+	}
+	step := stepTemplate()
+	wf.Status.Phase = wfv1.WorkflowRunning
+	wf.Status.Nodes = wfv1.Nodes{}
+	for k, task := range wf.Spec.Templates[0].DAG.Tasks {
+		nodeName := wf.Name + "." + task.Name
+		nodeID := fmt.Sprintf("%s-%d", wf.Name, k)
+		tmpl := step.DeepCopy()
+		tmpl.Inputs.Parameters[0].Value = wfv1.AnyStringPtr("ok")
+		pod, err := podspec.Build(podspec.Input{Workflow: wf, NodeName: nodeName, NodeID: nodeID, Template: tmpl,
+			Now: time.Now(), StatusFinalizer: true})
+		if err != nil {
+			return fmt.Errorf("raw: building pod for %s: %w", nodeName, err)
+		}
+		pod, err = kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("raw: creating pod for %s: %w", nodeName, err)
+		}
+		if err := obs.waitNode(ctx, nodeID); err != nil {
+			return err
+		}
+		wf.Status.Nodes[nodeID] = wfv1.NodeStatus{ID: nodeID, Name: nodeName, Type: wfv1.NodeTypePod, Phase: wfv1.NodeSucceeded,
+			Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: outputParameter, Value: wfv1.AnyStringPtr("ok")}}}}
+		if wf, err = wfs.Update(ctx, wf, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("raw: recording node %s: %w", nodeName, err)
+		}
+		if err := removeFinalizer(ctx, kube, ns, pod.Name, pod.UID); err != nil {
+			return err
+		}
+	}
+	wf.Status.Phase = wfv1.WorkflowSucceeded
+	wf.Labels = map[string]string{common.LabelKeyCompleted: "true"}
+	if _, err := wfs.Update(ctx, wf, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("raw: completing workflow %s: %w", wf.Name, err)
+	}
+	return nil
+}
+
+// removeFinalizer drops the status finalizer with one merge patch guarded by the pod's UID; benchmark pods
+// carry no other finalizer.
+func removeFinalizer(ctx context.Context, kube kubernetes.Interface, ns, name string, uid types.UID) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": []string{}, "uid": uid}})
+	if err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("raw: removing %s from pod %s/%s: %w", podfinalizer.Finalizer, ns, name, err)
+	}
+	return nil
+}
