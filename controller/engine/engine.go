@@ -231,6 +231,8 @@ type execOpts struct {
 	attempt bool
 	// resultName is the step or task name a parent reads outputs.result by, when the node's differs.
 	resultName string
+	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
+	retryParams common.Parameters
 }
 
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
@@ -263,22 +265,32 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 	globals := globalParams(p.WF)
 	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, nil)
 	if err != nil {
-		n := p.node(nodeName)
-		if n == nil {
-			n = p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, err.Error())
-			p.Events = append(p.Events, nodeEvent(n))
-			return n, nil
+		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
+	}
+	if opts.retryParams != nil {
+		if resolved, err = common.SubstituteParams(resolved, globals, opts.retryParams); err != nil {
+			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+	}
+	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
+		return e.executeRetry(ctx, p, nodeName, displayName, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)
 	if n == nil && parallelismReached(p, boundaryID) {
 		return nil, nil // a running node's end (a pod event) brings the next pass
 	}
+	if n == nil && opts.flag != nil {
+		defer func() {
+			if created := p.node(nodeName); created != nil && created.NodeFlag == nil {
+				created.NodeFlag = opts.flag
+				p.setNode(created)
+			}
+		}()
+	}
 	switch resolved.GetType() {
 	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
 		if n == nil {
-			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON)
+			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
 		return n, nil
 	case wfv1.TemplateTypeSuspend:
@@ -329,7 +341,8 @@ func inputsOf(t *wfv1.Template) *wfv1.Inputs {
 }
 
 // startPodNode records a Pod node (result not synced: the pessimistic gate) and creates its pod.
-func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID, parentTmplJSON string) (*wfv1.NodeStatus, error) {
+func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID, parentTmplJSON string,
+	opts execOpts) (*wfv1.NodeStatus, error) {
 	if s := shutdown(p); s.Enabled() {
 		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed,
 			fmt.Sprintf("workflow shutdown with strategy: %s", s))
@@ -346,7 +359,11 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	synced := false
 	n.TaskResultSynced = &synced
 	p.setNode(n)
-	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, displayName)
+	resultName := displayName
+	if opts.resultName != "" {
+		resultName = opts.resultName
+	}
+	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
@@ -416,5 +433,16 @@ func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayNa
 		return p.markPhase(n, wfv1.NodeSucceeded, "")
 	}
 	p.requeueBy(until)
+	return n
+}
+
+// errorNode records that node nodeName cannot run (its arguments do not resolve): a new Skipped-type
+// node in Error, as argo records it, or the existing node marked Error.
+func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID, msg string) *wfv1.NodeStatus {
+	if n := p.node(nodeName); n != nil {
+		return p.markPhase(n, wfv1.NodeError, msg)
+	}
+	n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
+	p.Events = append(p.Events, nodeEvent(n))
 	return n
 }

@@ -31,14 +31,14 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.TemplateDefaults != nil {
 		add("spec.templateDefaults")
 	}
-	if s.RetryStrategy != nil {
-		add("spec.retryStrategy")
+	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
+		add("spec.retryStrategy.affinity")
 	}
 	for _, t := range s.Templates {
 		where := "template " + t.Name
 		switch {
-		case t.RetryStrategy != nil:
-			add("%s: retryStrategy", where)
+		case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
+			add("%s: retryStrategy.affinity", where)
 		case t.Timeout != "":
 			add("%s: timeout", where)
 		case t.Memoize != nil:
