@@ -14,6 +14,8 @@ Usage:
   wfguard demo [flags]         run examples/*.yaml on an embedded control plane and report
   wfguard up [flags]           keep an embedded control plane + controller + simulated node running
   wfguard action ACTION WF     suspend|resume|stop|terminate a workflow and wait for the outcome
+  wfguard explain WF [-n NS]   show a workflow's nodes and what each unfinished one waits on (read-only)
+  wfguard doctor [-n NS | -A]  audit for partial successes, stuck results, finalizers, actions (--fix)
   wfguard help                 show this help
 
 Run 'wfguard <command> -h' for a command's flags.
@@ -37,6 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runUp(args[1:], stdout, stderr)
 	case "action":
 		return runAction(args[1:], stdout, stderr)
+	case "explain":
+		return runExplain(args[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
