@@ -15,7 +15,7 @@ import (
 // each leaf task's branch phase (an omitted task inherits its parents'), with continueOn honoured.
 func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus, tmpl *wfv1.Template) (*wfv1.NodeStatus, error) {
 	tmplJSON, _ := json.Marshal(tmpl)
-	globals := globalParams(p.WF)
+	globals := p.globals()
 	tasks := map[string]*wfv1.DAGTask{}
 	for i := range tmpl.DAG.Tasks {
 		tasks[tmpl.DAG.Tasks[i].Name] = &tmpl.DAG.Tasks[i]

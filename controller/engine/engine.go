@@ -130,13 +130,32 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 		}
 		return nil
 	}
+	exitNode, done, err := e.runWorkflowExitHandler(ctx, p, root)
+	if err != nil {
+		var api *apiError
+		if errors.As(err, &api) {
+			return err
+		}
+		e.completeWorkflow(p, wfv1.WorkflowError, "error in exit template execution : "+err.Error())
+		return nil
+	}
+	if !done {
+		return nil
+	}
 	message := root.Message
 	if root.FailedOrError() && shutdown(p).Enabled() {
 		message = fmt.Sprintf("Stopped with strategy '%s'", shutdown(p))
 	}
 	switch root.Phase {
-	case wfv1.NodeSucceeded, wfv1.NodeSkipped:
-		e.completeWorkflow(p, wfv1.WorkflowSucceeded, "")
+	case wfv1.NodeSucceeded, wfv1.NodeSkipped, wfv1.NodeOmitted:
+		switch {
+		case exitNode != nil && exitNode.Phase == wfv1.NodeFailed:
+			e.completeWorkflow(p, wfv1.WorkflowFailed, exitNode.Message)
+		case exitNode != nil && exitNode.Phase == wfv1.NodeError:
+			e.completeWorkflow(p, wfv1.WorkflowError, exitNode.Message)
+		default:
+			e.completeWorkflow(p, wfv1.WorkflowSucceeded, "")
+		}
 	case wfv1.NodeError:
 		e.completeWorkflow(p, wfv1.WorkflowError, message)
 	default:
@@ -195,6 +214,9 @@ func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error 
 			pod := p.Pods[n.ID]
 			if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
+			}
+			if _, onExit := pod.Labels[common.LabelKeyOnExit]; onExit && (!strategy.Enabled() || strategy.ShouldExecute(true)) {
+				continue // an exit handler's pod: only Terminate stops it; the deadline does not
 			}
 			if pod.Spec.NodeName == "" {
 				// No kubelet will ever enforce a deadline on an unscheduled pod: delete it and fail the node.
@@ -262,7 +284,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 	if tmpl == nil {
 		return nil, fmt.Errorf("template %q not found", tmplName)
 	}
-	globals := globalParams(p.WF)
+	globals := common.Parameters(p.globals())
 	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, nil)
 	if err != nil {
 		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
@@ -343,13 +365,18 @@ func inputsOf(t *wfv1.Template) *wfv1.Inputs {
 // startPodNode records a Pod node (result not synced: the pessimistic gate) and creates its pod.
 func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID, parentTmplJSON string,
 	opts execOpts) (*wfv1.NodeStatus, error) {
-	if s := shutdown(p); s.Enabled() {
+	onExit := opts.onExit || p.exiting
+	if s := shutdown(p); s.Enabled() && !s.ShouldExecute(onExit) {
 		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed,
 			fmt.Sprintf("workflow shutdown with strategy: %s", s))
 		p.Events = append(p.Events, nodeEvent(n))
 		return n, nil
 	}
-	if d := deadline(p.WF); !d.IsZero() && !p.Now.Before(d) {
+	podDeadline := deadline(p.WF)
+	if onExit {
+		podDeadline = time.Time{} // exit handlers are not bound by the workflow's deadline
+	}
+	if d := podDeadline; !d.IsZero() && !p.Now.Before(d) {
 		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed, "Step exceeded its deadline")
 		p.Events = append(p.Events, nodeEvent(n))
 		return n, nil
@@ -367,7 +394,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
-		Deadline: deadline(p.WF), Now: p.Now, StatusFinalizer: e.StatusFinalizer,
+		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
 		PodGCStrategy: podfinalizer.PodGCStrategyAnnotation(p.WF),
 	})
 	if err != nil {

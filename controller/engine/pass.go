@@ -33,6 +33,19 @@ type Pass struct {
 	depth int
 	// requeueAt is the earliest time a timer (suspend duration, deadline) needs another pass.
 	requeueAt time.Time
+	// extraGlobals override {{workflow.*}} variables while an exit handler runs (workflow.status, ...).
+	extraGlobals map[string]string
+	// exiting is true while an exit handler runs: its pods run on Stop and past the deadline.
+	exiting bool
+}
+
+// globals are the {{workflow.*}} variables of this pass.
+func (p *Pass) globals() map[string]string {
+	g := globalParams(p.WF)
+	for k, v := range p.extraGlobals {
+		g[k] = v
+	}
+	return g
 }
 
 // Event is a transition worth an Event on the Workflow.

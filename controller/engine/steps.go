@@ -14,7 +14,7 @@ import (
 // of group i is fulfilled (terminal and result synced).
 func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatus, tmpl *wfv1.Template) (*wfv1.NodeStatus, error) {
 	tmplJSON, _ := json.Marshal(tmpl)
-	globals := globalParams(p.WF)
+	globals := common.Parameters(p.globals())
 	sc := scope{}.withInputs(tmpl)
 	for i, group := range tmpl.Steps {
 		sgName := fmt.Sprintf("%s[%d]", node.Name, i)

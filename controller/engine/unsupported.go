@@ -13,11 +13,12 @@ func unsupported(wf *wfv1.Workflow) error {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	s := &wf.Spec
-	if s.OnExit != "" {
-		add("spec.onExit")
-	}
-	if len(s.Hooks) > 0 {
-		add("spec.hooks")
+	for name, hook := range s.Hooks {
+		if name != wfv1.ExitLifecycleEvent {
+			add("spec.hooks.%s", name)
+		} else if hook.TemplateRef != nil {
+			add("spec.hooks.exit.templateRef")
+		}
 	}
 	if s.WorkflowTemplateRef != nil {
 		add("spec.workflowTemplateRef")
