@@ -190,8 +190,7 @@ func staleActions(_ context.Context, _ *inspect.Clients, in *cluster, o Options)
 		if a.Status.Terminal() || o.Now.Sub(a.CreationTimestamp.Time) < o.ActionPendingAfter {
 			continue
 		}
-		msg := fmt.Sprintf("%s of workflow %s has no outcome after %s", a.Spec.Action, a.Spec.WorkflowRef.Name,
-			o.Now.Sub(a.CreationTimestamp.Time).Round(time.Second))
+		msg := fmt.Sprintf("%s has no outcome after %s", a.Spec.Action, o.Now.Sub(a.CreationTimestamp.Time).Round(time.Second))
 		if in.workflowsErr == nil {
 			w, ok := byKey[a.Namespace+"/"+a.Spec.WorkflowRef.Name]
 			switch {
@@ -402,7 +401,7 @@ func workflowCRD(ctx context.Context, c *inspect.Clients, _ *cluster, _ Options)
 		res.Skipped = append(res.Skipped, err.Error())
 	default:
 		if err := extstatus.CheckCRDPreserves(crd); err != nil {
-			res.Findings = append(res.Findings, Finding{Object: obj, Message: err.Error(), Since: crd.GetCreationTimestamp().Time})
+			res.Findings = append(res.Findings, Finding{Object: obj, Message: err.Error()})
 		}
 	}
 	return res
