@@ -12,6 +12,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -161,10 +162,16 @@ spec:
 	if b.Phase != wfv1.NodeSucceeded || b.FinishedAt.After(stuck.FinishedAt.Time) {
 		t.Errorf("the other branch did not finish while stuck waited: b %s at %s, stuck timed out at %s", b.Phase, b.FinishedAt, stuck.FinishedAt)
 	}
+	e.waitEvent(wf.Name, "TaskResultTimeout")
+	// The counter follows the write that completed the workflow, which a watcher may see first.
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return e.metric("wfguard_taskresult_timeouts_total", nil) >= 1, nil
+	}); err != nil {
+		t.Fatalf("the timeout was never counted: %v", err)
+	}
 	if got := e.metric("wfguard_taskresult_timeouts_total", nil); got != 1 {
 		t.Errorf("timeouts = %v, want 1", got)
 	}
-	e.waitEvent(wf.Name, "TaskResultTimeout")
 }
 
 // A long timeout in these cases proves the explicit rule, not the timeout, ended the wait.
