@@ -59,6 +59,10 @@ type Options struct {
 	// OrphanSweepInterval is how often pods of deleted workflows are looked for (0 disables the sweep;
 	// pod events and start-up still find them).
 	OrphanSweepInterval time.Duration
+	// StatusCoalesceWindow lets a pass that changed only informational node fields (host, exit code, outputs
+	// before the node completes, Pending→Running) wait up to this long so later changes share its write;
+	// decisions (new nodes, phases reached, messages, actions) are always written at once. 0 writes every pass.
+	StatusCoalesceWindow time.Duration
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -126,6 +130,10 @@ type Controller struct {
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
 	written   map[types.UID]string
+
+	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
+	deferredMu sync.Mutex
+	deferred   map[string]time.Time
 }
 
 var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
@@ -157,7 +165,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.Registry = prometheus.NewRegistry()
 	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
-		reported: map[string]struct{}{}, waiting: map[string]int{}}
+		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)

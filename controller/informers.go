@@ -136,6 +136,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		},
 		DeleteFunc: func(obj any) {
 			c.forgetWrites(obj)
+			c.forgetDeferred(obj)
 			c.enqueueObject(obj)
 		},
 	}); err != nil {

@@ -15,6 +15,7 @@ const (
 	persistConflict  = "conflict"
 	persistReapplied = "reapplied"
 	persistRefused   = "refused"
+	persistDeferred  = "deferred"
 
 	directReadComplete   = "complete"
 	directReadIncomplete = "incomplete"

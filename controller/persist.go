@@ -33,6 +33,9 @@ const (
 	written
 	// dropped: the pass was not stored (it would regress completed work, or the workflow is gone).
 	dropped
+	// deferred: the pass changed only informational fields and waits for the coalescing window; the
+	// stored copy decides the same as the pass would.
+	deferred
 )
 
 // persist writes the pass with a single Update. On conflict it re-reads the workflow and re-applies the
@@ -46,6 +49,14 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) {
 		return unchanged, nil
 	}
+	if len(p.Events) == 0 && informationalOnly(p.loaded, next) {
+		if wait := c.coalesce(p.key, p.Now); wait > 0 {
+			p.RequeueBy(p.Now.Add(wait))
+			c.metrics.persists.WithLabelValues(persistDeferred).Inc()
+			return deferred, nil
+		}
+	}
+	c.wroteStatus(p.key)
 	if h := c.opts.Hooks.BeforePersist; h != nil {
 		h(p.key)
 	}

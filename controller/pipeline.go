@@ -71,6 +71,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		// Our view lost to a newer one; the next pass starts from it.
 		return staleRequeue, nil
 	}
+	// A deferred pass continues like an unchanged one: it decided nothing the stored copy does not record
+	// (the same nodes fulfilled), so releases and pod GC may follow; its requeue writes it later.
 	c.afterPersist(p, outcome == written)
 	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
 		return 0, err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.Workers, "workers", o.Workers, "controller reconcile workers")
+	fs.DurationVar(&o.CoalesceWindow, "status-coalesce-window", o.CoalesceWindow, "the controller's --status-coalesce-window")
 	fs.IntVar(&o.LatencyChains, "latency-chains", o.LatencyChains, "scheduling latency: chain workflows, run one at a time")
 	fs.IntVar(&o.ChainLength, "chain-length", o.ChainLength, "scheduling latency: pods per chain")
 	fs.IntVar(&o.LatencyFanOuts, "latency-fanouts", o.LatencyFanOuts, "scheduling latency: fan-out workflows, run one at a time")
@@ -46,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,actions,orphans,lateresults,memory (default all)")
 	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
 	verbose := fs.Bool("v", false, "log the controller's warnings")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (controller included) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,6 +69,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	o.Progress = stderr
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: starting the CPU profile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()

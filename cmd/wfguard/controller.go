@@ -39,6 +39,7 @@ type controllerFlags struct {
 	managedNamespace   string
 	workers            int
 	qps                float64
+	coalesceWindow     time.Duration
 	burst              int
 	executorImage      string
 	instanceID         string
@@ -80,6 +81,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"how long a node waits for its task result after its pod ended before it fails (annotation "+taskresult.AnnotationTimeout+" overrides per workflow)")
 	fs.DurationVar(&f.orphanSweep, "orphan-sweep-interval", time.Minute,
 		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
+	fs.DurationVar(&f.coalesceWindow, "status-coalesce-window", time.Second,
+		"how long a status change that decides nothing (pod host, exit code, Pending→Running) may wait to share a later write (0 writes every change at once)")
 	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
 	fs.StringVar(&f.faultRules, "fault-rules", os.Getenv("WFGUARD_FAULT_RULES"), "file of fault-injection rules (chaos testing; needs --allow-fault-injection)")
 	fs.Uint64Var(&f.faultSeed, "fault-seed", uint64(time.Now().UnixNano()), "seed for percentage fault terms (logged at start)")
@@ -97,6 +100,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.faultRules != "" && !f.allowFaults {
 		return nil, fmt.Errorf("--fault-rules %s given without --allow-fault-injection: refusing to inject faults", f.faultRules)
+	}
+	if f.coalesceWindow < 0 {
+		return nil, fmt.Errorf("--status-coalesce-window must not be negative, got %s", f.coalesceWindow)
 	}
 	if f.actionTTL <= 0 {
 		return nil, fmt.Errorf("--action-ttl must be positive, got %s", f.actionTTL)
@@ -209,8 +215,9 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
-		WrapListWatch: wrapListWatch,
-		Logger:        log, Registry: registry,
+		StatusCoalesceWindow: f.coalesceWindow,
+		WrapListWatch:        wrapListWatch,
+		Logger:               log, Registry: registry,
 	})
 	if err != nil {
 		return err

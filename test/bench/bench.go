@@ -27,6 +27,8 @@ type Options struct {
 	ControlPlane controlplane.Options
 	// Workers of the controller under test (the binary's default is 32).
 	Workers int
+	// CoalesceWindow is the controller's StatusCoalesceWindow (the binary's default is 1s).
+	CoalesceWindow time.Duration
 
 	LatencyChains, ChainLength  int // scheduling latency: chains run one at a time
 	LatencyFanOuts, FanOutWidth int // scheduling latency: root → width children, one at a time
@@ -50,7 +52,7 @@ type Options struct {
 
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
-	return Options{Workers: 32, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
+	return Options{Workers: 32, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
 		ThroughputWorkflows: 40, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, MemoryWorkflows: 10000}
 }
@@ -167,7 +169,7 @@ func (e *env) start(ctx context.Context, o runOptions) (*running, error) {
 	if !o.noController {
 		r.ctrl, err = controller.New(o.config, controller.Options{Namespace: o.ns, Workers: e.opts.Workers, StatusFinalizer: true,
 			Validate: controller.ArgoValidator(e.argo), Logger: e.opts.Logger, Registry: r.registry, WrapListWatch: o.wrap,
-			OrphanSweepInterval: time.Minute})
+			OrphanSweepInterval: time.Minute, StatusCoalesceWindow: e.opts.CoalesceWindow})
 		if err != nil {
 			cancel()
 			return nil, err

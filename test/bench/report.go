@@ -39,6 +39,7 @@ type Machine struct {
 // Sizes are the scenario sizes of the run.
 type Sizes struct {
 	Workers             int     `json:"workers"`
+	CoalesceWindowSecs  float64 `json:"statusCoalesceWindowSeconds"`
 	LatencyChains       int     `json:"latencyChains"`
 	ChainLength         int     `json:"chainLength"`
 	LatencyFanOuts      int     `json:"latencyFanOuts"`
@@ -70,7 +71,7 @@ const (
 
 func newReport(o Options) *Report {
 	return &Report{Date: time.Now().UTC(), Machine: machine(), Sizes: Sizes{
-		Workers: o.Workers, LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
+		Workers: o.Workers, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
 		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes,
 		Actions: o.Actions, OrphanPods: o.OrphanPods, LateResultWorkflows: o.LateResultWorkflows,
 		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows}}

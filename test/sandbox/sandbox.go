@@ -65,7 +65,8 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	s.Controller, err = controller.New(config, controller.Options{
 		Workers: 8, StatusFinalizer: true, Validate: controller.ArgoValidator(argo), OrphanSweepInterval: 10 * time.Second,
-		Logger: opts.Logger, Registry: opts.Registry,
+		StatusCoalesceWindow: time.Second,
+		Logger:               opts.Logger, Registry: opts.Registry,
 	})
 	if err != nil {
 		return nil, err
