@@ -46,40 +46,50 @@ type Releaser struct {
 	Kube kubernetes.Interface
 }
 
-// Release removes the finalizer with a merge patch guarded by the pod's resourceVersion, re-reading the
-// pod on conflict; a pod that is gone or no longer carries it is done. It returns the resourceVersion the
-// removal produced ("" when nothing was removed).
+// Release removes the finalizer with a JSON patch that tests the pod's UID and the finalizer's position,
+// so status writes by the kubelet since the pod was read do not conflict while another party's finalizer
+// change still does; on any failure the pod is re-read and the removal retried. A pod that is gone, was
+// replaced or no longer carries the finalizer is done. It returns the resourceVersion the removal produced
+// ("" when nothing was removed).
 func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error) {
+	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		if !slices.Contains(pod.Finalizers, Finalizer) {
+		i := slices.Index(pod.Finalizers, Finalizer)
+		if i < 0 {
 			return "", nil
 		}
-		remaining := slices.DeleteFunc(slices.Clone(pod.Finalizers), func(f string) bool { return f == Finalizer })
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"finalizers": remaining, "resourceVersion": pod.ResourceVersion, "uid": pod.UID}})
+		at := fmt.Sprintf("/metadata/finalizers/%d", i)
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/uid", "value": pod.UID},
+			{"op": "test", "path": at, "value": Finalizer},
+			{"op": "remove", "path": at},
+		})
 		if err != nil {
 			return "", err
 		}
-		updated, err := r.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		updated, err := r.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil:
 			return updated.ResourceVersion, nil
 		case apierrors.IsNotFound(err):
 			return "", nil
-		case !apierrors.IsConflict(err):
-			return "", fmt.Errorf("removing status finalizer from pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		fresh, err := r.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		lastErr = err
+		fresh, gerr := r.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(gerr) {
 			return "", nil
 		}
-		if err != nil {
-			return "", fmt.Errorf("re-reading pod %s/%s to release its finalizer: %w", pod.Namespace, pod.Name, err)
+		if gerr != nil {
+			return "", fmt.Errorf("removing status finalizer from pod %s/%s: %w (and re-reading it: %v)", pod.Namespace, pod.Name, err, gerr)
 		}
 		if fresh.UID != pod.UID {
 			return "", nil // a new pod of the same name: not the one whose capture was persisted
 		}
+		if slices.Index(fresh.Finalizers, Finalizer) == i {
+			// The tests held, so the patch failed for another reason (forbidden, throttled, ...).
+			return "", fmt.Errorf("removing status finalizer from pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
 		pod = fresh
 	}
-	return "", fmt.Errorf("removing status finalizer from pod %s/%s: still conflicting after 5 attempts", pod.Namespace, pod.Name)
+	return "", fmt.Errorf("removing status finalizer from pod %s/%s: its finalizers kept changing after 5 attempts: %w", pod.Namespace, pod.Name, lastErr)
 }
