@@ -97,6 +97,9 @@ func (e *Engine) validate(wf *wfv1.Workflow) error {
 	if err := unsupported(wf); err != nil {
 		return err
 	}
+	if err := checkLeafOnly(wf); err != nil {
+		return err
+	}
 	if e.Validate == nil {
 		return nil
 	}
@@ -277,8 +280,13 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		return n, nil
 	}
 	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
-		// A pod node's template ran when the node was created; only its pod's state matters now.
-		return n, nil
+		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
+		if n.Type == wfv1.NodeTypePod {
+			if err := e.enforceTimeout(ctx, p, n, p.WF.GetTemplateByName(tmplName), args, opts); err != nil {
+				return nil, err
+			}
+		}
+		return p.node(nodeName), nil
 	}
 	tmpl := p.WF.GetTemplateByName(tmplName)
 	if tmpl == nil {
@@ -397,6 +405,12 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
 		PodGCStrategy: podfinalizer.PodGCStrategyAnnotation(p.WF),
 	})
+	if err == nil {
+		var timeout time.Duration
+		if timeout, err = templateTimeout(tmpl); err == nil {
+			err = applyTimeout(pod, n, timeout, p.Now)
+		}
+	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
 		synced = true

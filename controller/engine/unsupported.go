@@ -40,8 +40,6 @@ func unsupported(wf *wfv1.Workflow) error {
 		switch {
 		case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
 			add("%s: retryStrategy.affinity", where)
-		case t.Timeout != "":
-			add("%s: timeout", where)
 		case t.Memoize != nil:
 			add("%s: memoize", where)
 		case t.Synchronization != nil:
