@@ -218,7 +218,7 @@ func (c *explainer) node(id string, depth int) Node {
 				out.Pod.EndedAt = inspect.PodEnd(pod)
 			}
 		}
-		out.Notes = c.notes(&n, out.Result)
+		out.Notes = c.notes(&n, c.results[id], out.Result)
 	}
 	out.Wait = c.wait(&n)
 	return out
@@ -235,8 +235,13 @@ func finalizerState(pod *corev1.Pod) string {
 }
 
 // notes compares the node with its result on the server.
-func (c *explainer) notes(n *wfv1.NodeStatus, result string) []string {
+func (c *explainer) notes(n *wfv1.NodeStatus, r *wfv1.WorkflowTaskResult, result string) []string {
 	var notes []string
+	if result != ResultForeign && result != ResultNone {
+		if unmerged := unmergedOutputs(r.Outputs, n.Outputs); len(unmerged) > 0 {
+			notes = append(notes, "its task result has outputs the node does not show (not merged by the controller yet): "+joinList(unmerged))
+		}
+	}
 	if result == ResultComplete && !taskresult.Synced(n) {
 		notes = append(notes, "its task result is complete on the API server but the node's gate is still closed: the controller has not merged it yet")
 	}
@@ -301,6 +306,28 @@ func MissingOutputs(tmpl *wfv1.Template, outputs *wfv1.Outputs) []string {
 		missing = append(missing, "result")
 	}
 	return missing
+}
+
+// unmergedOutputs lists the parameters, artifacts and result a task result carries that the node lacks.
+func unmergedOutputs(result, node *wfv1.Outputs) []string {
+	if result == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range result.Parameters {
+		if p.Value != nil && (node == nil || !slices.ContainsFunc(node.Parameters, func(q wfv1.Parameter) bool { return q.Name == p.Name && q.Value != nil })) {
+			out = append(out, "parameter "+p.Name)
+		}
+	}
+	for _, a := range result.Artifacts {
+		if node == nil || !slices.ContainsFunc(node.Artifacts, func(b wfv1.Artifact) bool { return b.Name == a.Name }) {
+			out = append(out, "artifact "+a.Name)
+		}
+	}
+	if result.Result != nil && (node == nil || node.Result == nil) {
+		out = append(out, "result")
+	}
+	return out
 }
 
 type placed struct {
