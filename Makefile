@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools test lint vet fmt-check build demo up generate bench
+.PHONY: all tools test lint vet fmt-check build demo up generate bench chaos
 
 all: build
 
@@ -33,6 +33,13 @@ bench: tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	$(GO) build -o bin/wfguard-bench ./cmd/wfguard-bench
 	bin/wfguard-bench $(BENCH_FLAGS)
+
+## chaos: a long seeded chaos soak checking DESIGN.md's invariants (make test runs a 50-workflow one)
+SEED      ?= 0
+WORKFLOWS ?= 500
+chaos: tools
+	$(GO) test -count=1 -timeout 90m -run TestWorkflowsUnderRandomFaultsKeepEveryInvariant -v ./test/chaos/ \
+		-args -chaos.seed=$(SEED) -chaos.workflows=$(WORKFLOWS)
 
 ## generate: regenerate the WorkflowAction deepcopy and CRD (controller-gen from the module proxy)
 generate:

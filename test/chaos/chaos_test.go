@@ -1,0 +1,412 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+var (
+	seedFlag      = flag.Uint64("chaos.seed", 0, "seed of the fault schedule and pod fates (0: from the clock; printed)")
+	workflowsFlag = flag.Int("chaos.workflows", 50, "workflows in the run (make chaos runs more)")
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	// The controller-manager's garbage collector deletes pods and results of deleted workflows, as in a cluster.
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{ControllerManager: true}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("chaos seed %d — replay with: make chaos SEED=%d WORKFLOWS=%d", seed, seed, *workflowsFlag)
+	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
+	n := *workflowsFlag
+	ctx, cancel := context.WithTimeout(t.Context(), max(15*time.Minute, time.Duration(n)*3*time.Second))
+	defer cancel()
+
+	ns, err := controlplane.CreateNamespace(ctx, cp.Config(), "chaos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := cp.Config()
+	kube := kubernetes.NewForConfigOrDie(config)
+	argo := versioned.NewForConfigOrDie(config)
+	dyn := dynamic.NewForConfigOrDie(config)
+	actionsClient, err := v1alpha1.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := actionsClient.Namespace(ns)
+	rec, err := startRecorder(ctx, kube, argo, dyn, actions, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.close()
+
+	rulesText := faultRules(rnd, ns)
+	rules, err := faultinject.ParseRules(strings.NewReader(rulesText), time.Now())
+	if err != nil {
+		t.Fatalf("the generated rules do not parse: %v\n%s", err, rulesText)
+	}
+	injector := faultinject.NewInjector(rules, seed, nil)
+	points := faultinject.NewPoints()
+	resultDelay := time.Duration(rnd.IntN(1500)) * time.Millisecond
+	coalesce := []time.Duration{0, time.Second}[rnd.IntN(2)]
+	t.Logf("faults: task-result watch delay %s, status coalesce window %s, API rules:\n%s", resultDelay, coalesce, rulesText)
+	loop := startControllerLoop(t, ctx, config, injector, controller.Options{Namespace: ns, Workers: 8, StatusFinalizer: true,
+		TaskResultTimeout: 4 * time.Second, OrphanSweepInterval: 2 * time.Second, StatusCoalesceWindow: coalesce, Points: points,
+		Validate: controller.ArgoValidator(argo),
+		WrapListWatch: func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
+			if resource == "workflowtaskresults" && resultDelay > 0 {
+				return faultinject.DelayWatchEvents(lw, resultDelay, nil)
+			}
+			return lw
+		}})
+	stopped := false
+	defer func() {
+		if !stopped {
+			loop.stop()
+		}
+	}()
+	node, err := simnode.Start(ctx, simnode.Options{Config: config, Namespace: ns, Script: behaviour(seed), Seed: int64(seed), Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+
+	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}}
+	s := &schedule{t: t, ctx: ctx, rnd: rnd, ns: ns, argo: argo, actions: actions, points: points, rec: rec, plan: &p, specs: map[string]*wfv1.Workflow{}}
+	s.run(n)
+
+	// Everything the run started must end: workflows complete, actions terminal, finalizers released.
+	waitUntil(t, ctx, "every workflow to complete", max(5*time.Minute, time.Duration(n)*time.Second), func() (bool, string) {
+		list, err := argo.ArgoprojV1alpha1().Workflows(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var running []string
+		for _, wf := range list.Items {
+			if !wf.Status.Phase.Completed() {
+				running = append(running, wf.Name+"="+string(wf.Status.Phase))
+			}
+		}
+		return len(running) == 0, strings.Join(running, " ")
+	})
+	waitUntil(t, ctx, "every action to finish", time.Minute, func() (bool, string) {
+		list, err := actions.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var pending []string
+		for _, a := range list.Items {
+			if !a.Status.Terminal() {
+				pending = append(pending, a.Name)
+			}
+		}
+		return len(pending) == 0, strings.Join(pending, " ")
+	})
+	waitUntil(t, ctx, "no pod to hold the status finalizer (I5: within a sweep period)", 30*time.Second, func() (bool, string) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var held []string
+		for _, pod := range pods.Items {
+			if slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
+				held = append(held, pod.Name)
+			}
+		}
+		return len(held) == 0, strings.Join(held, " ")
+	})
+	loop.stop()
+	stopped = true
+	if err := loop.err(); err != nil {
+		t.Errorf("controller: %v", err)
+	}
+
+	wfs := dyn.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}).Namespace(ns)
+	final, err := wfs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var finals []*unstructured.Unstructured
+	for i := range final.Items {
+		finals = append(finals, &final.Items[i])
+	}
+	violations := check(rec.snapshot(), p, finals)
+
+	journal := injector.Journal()
+	t.Logf("run: %d workflows submitted, %d deleted (%d recreated), %d actions, %d controller restarts, %d worker pauses, %d API faults injected %s; final phases %v",
+		s.submitted, s.deleted, s.recreated, len(p.actionKinds), loop.restarts.Load(), s.pauses, len(journal), byRule(journal), phases(finals))
+	if len(journal) == 0 || loop.restarts.Load() == 0 || s.deleted == 0 || len(p.actionKinds) == 0 {
+		t.Errorf("the schedule did not exercise every fault kind (injections %d, restarts %d, deletions %d, actions %d): the run proves less than it claims",
+			len(journal), loop.restarts.Load(), s.deleted, len(p.actionKinds))
+	}
+	for _, v := range violations {
+		t.Errorf("%s", v)
+	}
+	if len(violations) > 0 {
+		t.Logf("replay: make chaos SEED=%d WORKFLOWS=%d; last injections:", seed, *workflowsFlag)
+		for _, in := range journal[max(0, len(journal)-40):] {
+			t.Logf("  %s %s %s %s %v", in.Time.Format("15:04:05.000"), in.Rule, in.Site, in.Key, in.Action)
+		}
+	}
+}
+
+// faultRules draws the API fault rates of a run from the seed. Every rule is limited to the test's namespace.
+func faultRules(rnd *rand.Rand, ns string) string {
+	pct := func(lo, hi int) int { return lo + rnd.IntN(hi-lo+1) }
+	return fmt.Sprintf(`pods-create-500   api verb=create resource=pods namespace=%[1]s : %[2]d%%error(500)
+workflow-409      api verb=update resource=workflows namespace=%[1]s : %[3]d%%error(409)
+pods-patch-429    api verb=patch resource=pods namespace=%[1]s : %[4]d%%error(429,50ms)
+results-get-503   api verb=get resource=workflowtaskresults namespace=%[1]s : %[5]d%%error(503)
+slow-calls        api namespace=%[1]s : %[6]d%%delay(100ms)
+`, ns, pct(2, 8), pct(2, 8), pct(2, 8), pct(5, 20), pct(1, 5))
+}
+
+// controllerLoop runs the controller and starts a new one whenever a crash point kills it, as a
+// Deployment would restart a crashed pod.
+type controllerLoop struct {
+	restarts atomic.Int32
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	runErr   error
+}
+
+func startControllerLoop(t *testing.T, ctx context.Context, config *rest.Config, in *faultinject.Injector, opts controller.Options) *controllerLoop {
+	l := &controllerLoop{done: make(chan struct{})}
+	ctx, l.cancel = context.WithCancel(ctx)
+	faulty := rest.CopyConfig(config)
+	faulty.Wrap(in.WrapTransport)
+	opts.Logger = slog.New(slog.DiscardHandler)
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			opts.Registry = prometheus.NewRegistry()
+			ctrl, err := controller.New(faulty, opts)
+			if err == nil {
+				err = ctrl.Run(ctx)
+			}
+			if errors.Is(err, faultinject.ErrCrash) {
+				l.restarts.Add(1)
+				continue
+			}
+			if err != nil && ctx.Err() == nil {
+				l.mu.Lock()
+				l.runErr = err
+				l.mu.Unlock()
+			}
+			return
+		}
+	}()
+	return l
+}
+
+func (l *controllerLoop) stop() {
+	l.cancel()
+	<-l.done
+}
+
+func (l *controllerLoop) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.runErr
+}
+
+// schedule submits the workload and, between submissions, takes seeded fault steps.
+type schedule struct {
+	t       *testing.T
+	ctx     context.Context
+	rnd     *rand.Rand
+	ns      string
+	argo    versioned.Interface
+	actions *v1alpha1.NamespacedClient
+	points  *faultinject.Points
+	rec     *recorder
+	plan    *plan
+	specs   map[string]*wfv1.Workflow
+
+	submitted, deleted, recreated, pauses int
+	names                                 []string
+}
+
+var crashPoints = []string{faultinject.PointAfterWorkflowPersist, faultinject.PointBeforeActionStatus, faultinject.PointBeforeFinalizerRelease}
+
+func (s *schedule) run(n int) {
+	for i := range n {
+		name := fmt.Sprintf("wf-%03d", i)
+		wf, deps := shapes[s.rnd.IntN(len(shapes))](name)
+		s.plan.deps[name] = deps
+		s.specs[name] = wf
+		s.submit(wf)
+		s.names = append(s.names, name)
+		if i%3 != 2 {
+			continue
+		}
+		switch step := s.rnd.IntN(10); {
+		case step < 3:
+			s.points.Crash(crashPoints[s.rnd.IntN(len(crashPoints))], 1)
+		case step < 4:
+			s.pauseWorkers()
+		case step < 6:
+			s.deleteOne()
+		default:
+			s.actionBurst()
+		}
+	}
+	// At least one crash at the most dangerous point, so every run restarts the controller.
+	s.points.Crash(faultinject.PointAfterWorkflowPersist, 1)
+	if s.deleted == 0 {
+		s.deleteOne()
+	}
+	if len(s.plan.actionKinds) == 0 {
+		s.actionBurst()
+	}
+}
+
+func (s *schedule) submit(wf *wfv1.Workflow) {
+	if _, err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).Create(s.ctx, wf.DeepCopy(), metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("submitting %s: %v", wf.Name, err)
+	}
+	s.submitted++
+}
+
+// pauseWorkers holds the controller's queue while a few pod events happen, then lets it go.
+func (s *schedule) pauseWorkers() {
+	s.points.Pause(faultinject.PointWorker)
+	s.pauses++
+	before := s.rec.podEventCount()
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	for s.rec.podEventCount() < before+5 {
+		select {
+		case <-s.rec.progress:
+		case <-ctx.Done():
+			s.points.Resume(faultinject.PointWorker)
+			return
+		}
+	}
+	s.points.Resume(faultinject.PointWorker)
+}
+
+// deleteOne deletes a random submitted workflow mid-run; every other time it recreates the same name (I6).
+func (s *schedule) deleteOne() {
+	if len(s.names) == 0 {
+		return
+	}
+	name := s.names[s.rnd.IntN(len(s.names))]
+	err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).Delete(s.ctx, name, metav1.DeleteOptions{})
+	if err != nil {
+		return // already deleted
+	}
+	s.deleted++
+	if s.rnd.IntN(2) == 0 {
+		waitUntil(s.t, s.ctx, "the deleted workflow "+name+" to be gone", time.Minute, func() (bool, string) {
+			_, err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).Get(s.ctx, name, metav1.GetOptions{})
+			return err != nil, ""
+		})
+		s.submit(s.specs[name])
+		s.recreated++
+	}
+}
+
+// actionBurst sends actions to a few random workflows at once: suspend+resume pairs, stops and terminates.
+func (s *schedule) actionBurst() {
+	for range 1 + s.rnd.IntN(3) {
+		if len(s.names) == 0 {
+			return
+		}
+		wf := s.names[s.rnd.IntN(len(s.names))]
+		base := fmt.Sprintf("%s-x%d", wf, len(s.plan.actionKinds))
+		var kinds []string
+		switch s.rnd.IntN(4) {
+		case 0, 1:
+			kinds = []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume}
+		case 2:
+			kinds = []string{v1alpha1.ActionStop}
+		default:
+			kinds = []string{v1alpha1.ActionTerminate}
+		}
+		for i, kind := range kinds {
+			// Names order a pair created within the same second (creationTimestamp ties break by name).
+			name := fmt.Sprintf("%s-%d-%s", base, i+1, strings.ToLower(kind))
+			_, err := s.actions.Create(s.ctx, &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf}, Action: kind}}, metav1.CreateOptions{})
+			if err != nil {
+				s.t.Fatalf("creating action %s: %v", name, err)
+			}
+			s.plan.actionKinds[name] = kind
+		}
+	}
+}
+
+func waitUntil(t *testing.T, ctx context.Context, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, detail := cond()
+		last = detail
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (still: %s)", what, err, last)
+	}
+}
+
+func byRule(journal []faultinject.Injection) string {
+	counts := map[string]int{}
+	for _, in := range journal {
+		counts[in.Rule]++
+	}
+	var parts []string
+	for r, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s=%d", r, n))
+	}
+	sort.Strings(parts)
+	return "(" + strings.Join(parts, " ") + ")"
+}
+
+func phases(final []*unstructured.Unstructured) map[string]int {
+	out := map[string]int{}
+	for _, u := range final {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		out[phase]++
+	}
+	return out
+}

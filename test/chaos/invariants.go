@@ -1,0 +1,310 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/podfinalizer"
+)
+
+// plan is what the test knows about what it submitted: each node's dependencies by node name, and each
+// action's kind.
+type plan struct {
+	deps        map[string]map[string][]string // workflow name → node name → dependency node names
+	actionKinds map[string]string              // action name → Suspend, Resume, Stop, Terminate
+}
+
+// violation is one broken invariant with the evidence.
+type violation struct {
+	Invariant string
+	Detail    string
+}
+
+func (v violation) String() string { return v.Invariant + ": " + v.Detail }
+
+// version is one decoded workflow version.
+type version struct {
+	rv  int64
+	wf  *wfv1.Workflow
+	ext extstatus.Extensions
+}
+
+func decodeVersions(h history) ([]version, []violation) {
+	var out []version
+	var bad []violation
+	for _, u := range h.workflows {
+		wf, ext, err := extstatus.FromUnstructured(u)
+		if err != nil {
+			bad = append(bad, violation{"decode", fmt.Sprintf("workflow %s rv %s: %v", u.GetName(), u.GetResourceVersion(), err)})
+			continue
+		}
+		out = append(out, version{rv: rv(u.GetResourceVersion()), wf: wf, ext: ext})
+	}
+	return out, bad
+}
+
+// check runs every invariant over the recorded history and the final objects.
+func check(h history, p plan, final []*unstructured.Unstructured) []violation {
+	versions, out := decodeVersions(h)
+	resultDone := completedResults(h)
+	out = append(out, checkI1(versions, resultDone)...)
+	out = append(out, checkI2(h, p, resultDone)...)
+	out = append(out, checkI3I4(versions, h, p)...)
+	out = append(out, checkI5(versions, h)...)
+	out = append(out, checkI6(versions, h)...)
+	out = append(out, checkI7(final)...)
+	return out
+}
+
+type resultKey struct{ owner, name string }
+
+// completedResults maps (owner UID, result name = node ID) to the revision it was first seen complete.
+func completedResults(h history) map[resultKey]int64 {
+	out := map[resultKey]int64{}
+	for _, r := range h.results {
+		if r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+			continue
+		}
+		for _, o := range r.OwnerReferences {
+			k := resultKey{string(o.UID), r.Name}
+			if _, seen := out[k]; !seen {
+				out[k] = rv(r.ResourceVersion)
+			}
+		}
+	}
+	return out
+}
+
+// I1: a pod node is Succeeded only if its own complete result was seen before that write.
+func checkI1(versions []version, done map[resultKey]int64) []violation {
+	var out []violation
+	reported := map[string]bool{}
+	for _, v := range versions {
+		for id, n := range v.wf.Status.Nodes {
+			if n.Type != wfv1.NodeTypePod || n.Phase != wfv1.NodeSucceeded {
+				continue
+			}
+			at, ok := done[resultKey{string(v.wf.UID), id}]
+			if (!ok || at > v.rv) && !reported[id] {
+				reported[id] = true
+				out = append(out, violation{"I1", fmt.Sprintf("workflow %s rv %d: node %s Succeeded before its complete result (seen at %d)", v.wf.Name, v.rv, n.Name, at)})
+			}
+		}
+	}
+	return out
+}
+
+type podKey struct{ uid, node string }
+
+// I2: a pod is created only after each dependency's pod Succeeded and its result completed.
+func checkI2(h history, p plan, done map[resultKey]int64) []violation {
+	created := map[podKey]*corev1.Pod{}
+	succeeded := map[podKey]int64{}
+	nodeID := map[podKey]string{}
+	for _, pod := range h.pods {
+		k := podKey{pod.Labels[podspec.LabelWorkflowUID], pod.Annotations[common.AnnotationKeyNodeName]}
+		if _, ok := created[k]; !ok {
+			created[k] = pod
+			nodeID[k] = pod.Annotations[common.AnnotationKeyNodeID]
+		}
+		if _, ok := succeeded[k]; !ok && pod.Status.Phase == corev1.PodSucceeded {
+			succeeded[k] = rv(pod.ResourceVersion)
+		}
+	}
+	var out []violation
+	for k, pod := range created {
+		deps := p.deps[pod.Labels[common.LabelKeyWorkflow]][k.node]
+		at := rv(pod.ResourceVersion)
+		for _, d := range deps {
+			dk := podKey{k.uid, d}
+			s, ok := succeeded[dk]
+			r, rok := done[resultKey{k.uid, nodeID[dk]}]
+			if !ok || s > at || !rok || r > at {
+				out = append(out, violation{"I2", fmt.Sprintf("pod %s (%s) created at %d before dependency %s was fulfilled (pod Succeeded %d %v, result complete %d %v)",
+					pod.Name, k.node, at, d, s, ok, r, rok)})
+			}
+		}
+	}
+	return out
+}
+
+// I3 and I4: every action ends in exactly one terminal phase and keeps it; its write-ahead record appears
+// in one contiguous run of workflow versions, and the version that first records it carries its effect.
+func checkI3I4(versions []version, h history, p plan) []violation {
+	var out []violation
+	terminal := map[string]v1alpha1.ActionPhase{}
+	last := map[string]*v1alpha1.WorkflowAction{}
+	for _, a := range h.actions {
+		last[a.Name] = a
+		if t, ok := terminal[a.Name]; ok && a.Status.Phase != t {
+			out = append(out, violation{"I3", fmt.Sprintf("action %s went from terminal %s to %s", a.Name, t, a.Status.Phase)})
+		}
+		if a.Status.Terminal() {
+			if _, ok := terminal[a.Name]; !ok {
+				terminal[a.Name] = a.Status.Phase
+			}
+		}
+	}
+	for name := range p.actionKinds {
+		a, ok := last[name]
+		if !ok || !a.Status.Terminal() {
+			out = append(out, violation{"I3", fmt.Sprintf("action %s never reached a terminal phase (last %v)", name, phaseOf(a))})
+		}
+	}
+	// Per workflow UID, walk versions in order and track when each record is present.
+	type span struct {
+		present, ended bool
+	}
+	spans := map[string]map[string]*span{}
+	for _, v := range versions {
+		uid := string(v.wf.UID)
+		if spans[uid] == nil {
+			spans[uid] = map[string]*span{}
+		}
+		now := map[string]bool{}
+		var firstHere []extstatus.AppliedAction
+		for _, rec := range v.ext.AppliedActions {
+			now[rec.Name] = true
+			s := spans[uid][rec.Name]
+			if s == nil {
+				s = &span{}
+				spans[uid][rec.Name] = s
+			}
+			if s.ended {
+				out = append(out, violation{"I3", fmt.Sprintf("workflow %s rv %d: action %s recorded again after its record was pruned (applied twice?)", v.wf.Name, v.rv, rec.Name)})
+			}
+			if !s.present {
+				firstHere = append(firstHere, rec)
+			}
+			s.present = true
+		}
+		for name, s := range spans[uid] {
+			if s.present && !now[name] {
+				s.present, s.ended = false, true
+			}
+		}
+		for i, rec := range firstHere {
+			if rec.Outcome != string(v1alpha1.PhaseSucceeded) {
+				continue
+			}
+			switch p.actionKinds[rec.Name] {
+			case v1alpha1.ActionStop, v1alpha1.ActionTerminate:
+				if v.ext.Shutdown == "" && v.wf.Spec.Shutdown == "" {
+					out = append(out, violation{"I4", fmt.Sprintf("workflow %s rv %d: %s recorded without its shutdown", v.wf.Name, v.rv, rec.Name)})
+				}
+			case v1alpha1.ActionSuspend:
+				resumedToo := slices.ContainsFunc(firstHere[i+1:], func(r extstatus.AppliedAction) bool {
+					return p.actionKinds[r.Name] == v1alpha1.ActionResume
+				})
+				suspended := v.ext.Suspended != nil && *v.ext.Suspended
+				if !suspended && !resumedToo && !v.wf.Status.Phase.Completed() {
+					out = append(out, violation{"I4", fmt.Sprintf("workflow %s rv %d: %s recorded without the workflow suspended", v.wf.Name, v.rv, rec.Name)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func phaseOf(a *v1alpha1.WorkflowAction) string {
+	if a == nil {
+		return "never seen"
+	}
+	return string(a.Status.Phase)
+}
+
+// I5: a pod loses the status finalizer only after its node's final state is stored (or its workflow is
+// completed or gone).
+func checkI5(versions []version, h history) []violation {
+	byUID := map[string][]version{}
+	for _, v := range versions {
+		byUID[string(v.wf.UID)] = append(byUID[string(v.wf.UID)], v)
+	}
+	had := map[string]bool{}
+	var out []violation
+	for _, pod := range h.pods {
+		holds := slices.Contains(pod.Finalizers, podfinalizer.Finalizer)
+		if holds {
+			had[string(pod.UID)] = true
+			continue
+		}
+		if !had[string(pod.UID)] {
+			continue
+		}
+		delete(had, string(pod.UID)) // the release event: check once
+		at := rv(pod.ResourceVersion)
+		uid := pod.Labels[podspec.LabelWorkflowUID]
+		if gone, ok := h.deleted[uid]; ok && gone < at {
+			continue
+		}
+		id := pod.Annotations[common.AnnotationKeyNodeID]
+		ok := false
+		for _, v := range byUID[uid] {
+			if v.rv >= at {
+				break
+			}
+			if n, found := v.wf.Status.Nodes[id]; v.wf.Status.Phase.Completed() || (found && n.Fulfilled()) {
+				ok = true
+			}
+		}
+		if !ok {
+			out = append(out, violation{"I5", fmt.Sprintf("pod %s released at %d before its node %s's final state was stored", pod.Name, at, id)})
+		}
+	}
+	return out
+}
+
+// I6: every node of a workflow names only pods of that workflow's UID.
+func checkI6(versions []version, h history) []violation {
+	podUID := map[string]string{} // pod name → workflow UID label
+	for _, pod := range h.pods {
+		podUID[pod.Name] = pod.Labels[podspec.LabelWorkflowUID]
+	}
+	var out []violation
+	reported := map[string]bool{}
+	for _, v := range versions {
+		for _, n := range v.wf.Status.Nodes {
+			if n.Type != wfv1.NodeTypePod {
+				continue
+			}
+			name := podspec.PodName(v.wf.Name, n.Name, n.TemplateName, n.ID)
+			if owner, ok := podUID[name]; ok && owner != string(v.wf.UID) && !reported[name+string(v.wf.UID)] {
+				reported[name+string(v.wf.UID)] = true
+				// A same-named pod of an older workflow may exist; the node must not have taken its outcome.
+				if n.Phase == wfv1.NodeSucceeded {
+					out = append(out, violation{"I6", fmt.Sprintf("workflow %s (%s) node %s Succeeded while its pod name belongs to workflow UID %s", v.wf.Name, v.wf.UID, n.Name, owner)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// I7: only the controller writes workflow status (field ownership on the server).
+func checkI7(final []*unstructured.Unstructured) []violation {
+	var out []violation
+	for _, u := range final {
+		for _, mf := range u.GetManagedFields() {
+			if mf.FieldsV1 == nil || mf.Manager == "wfguard-controller" {
+				continue
+			}
+			if containsStatus(mf.FieldsV1.Raw) {
+				out = append(out, violation{"I7", fmt.Sprintf("workflow %s: status written by %q", u.GetName(), mf.Manager)})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Detail < out[j].Detail })
+	return out
+}
+
+func containsStatus(raw []byte) bool { return strings.Contains(string(raw), `"f:status"`) }

@@ -1,0 +1,115 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/podfinalizer"
+)
+
+// The checker must catch each violation it claims to check, or a green chaos run proves nothing.
+func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
+	const uid = "w-uid"
+	wfAt := func(rvn string, ext extstatus.Extensions, nodes ...wfv1.NodeStatus) *unstructured.Unstructured {
+		wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w", UID: uid, ResourceVersion: rvn}, Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, Nodes: wfv1.Nodes{}}}
+		for _, n := range nodes {
+			wf.Status.Nodes[n.ID] = n
+		}
+		u, err := extstatus.ToUnstructured(wf, ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	node := func(id, name string, phase wfv1.NodePhase) wfv1.NodeStatus {
+		return wfv1.NodeStatus{ID: id, Name: name, Type: wfv1.NodeTypePod, Phase: phase}
+	}
+	result := func(rvn, id string, complete bool) *wfv1.WorkflowTaskResult {
+		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: id, ResourceVersion: rvn,
+			Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: map[bool]string{true: "true", false: "false"}[complete]},
+			OwnerReferences: []metav1.OwnerReference{{UID: uid}}}}
+	}
+	pod := func(rvn, name, nodeName, id string, phase corev1.PodPhase, finalizers ...string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("p-" + name), ResourceVersion: rvn, Finalizers: finalizers,
+			Labels:      map[string]string{podspec.LabelWorkflowUID: uid, common.LabelKeyWorkflow: "w"},
+			Annotations: map[string]string{common.AnnotationKeyNodeName: nodeName, common.AnnotationKeyNodeID: id}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	action := func(rvn, name string, phase v1alpha1.ActionPhase) *v1alpha1.WorkflowAction {
+		return &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rvn}, Status: v1alpha1.WorkflowActionStatus{Phase: phase}}
+	}
+	deps := plan{deps: map[string]map[string][]string{"w": {"w.b": {"w.a"}}}, actionKinds: map[string]string{}}
+	cases := []struct {
+		sentence string
+		h        history
+		p        plan
+		final    []*unstructured.Unstructured
+		want     string // the invariant expected; "" = clean
+	}{
+		{"a node that succeeds after its complete result is clean",
+			history{results: []*wfv1.WorkflowTaskResult{result("5", "a", true)}, workflows: []*unstructured.Unstructured{wfAt("6", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeSucceeded))}},
+			deps, nil, ""},
+		{"a node that succeeds before its result completes breaks I1",
+			history{results: []*wfv1.WorkflowTaskResult{result("5", "a", false), result("9", "a", true)}, workflows: []*unstructured.Unstructured{wfAt("6", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeSucceeded))}},
+			deps, nil, "I1"},
+		{"a successor pod created before its dependency's result completed breaks I2",
+			history{pods: []*corev1.Pod{pod("3", "pa", "w.a", "a", corev1.PodPending), pod("6", "pa", "w.a", "a", corev1.PodSucceeded), pod("7", "pb", "w.b", "b", corev1.PodPending)},
+				results: []*wfv1.WorkflowTaskResult{result("8", "a", true)}},
+			deps, nil, "I2"},
+		{"an action that never finishes breaks I3",
+			history{actions: []*v1alpha1.WorkflowAction{action("3", "stop-1", v1alpha1.PhasePending)}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
+		{"a terminal action that changes phase breaks I3",
+			history{actions: []*v1alpha1.WorkflowAction{action("3", "stop-1", v1alpha1.PhaseSucceeded), action("4", "stop-1", v1alpha1.PhaseFailed)}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
+		{"a Stop recorded without its shutdown in the same write breaks I4",
+			history{workflows: []*unstructured.Unstructured{wfAt("4", extstatus.Extensions{AppliedActions: []extstatus.AppliedAction{{UID: "a1", Name: "stop-1", Outcome: "Succeeded"}}})},
+				actions: []*v1alpha1.WorkflowAction{action("5", "stop-1", v1alpha1.PhaseSucceeded)}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I4"},
+		{"a finalizer released before the node's final state was stored breaks I5",
+			history{pods: []*corev1.Pod{pod("3", "pa", "w.a", "a", corev1.PodSucceeded, podfinalizer.Finalizer), pod("5", "pa", "w.a", "a", corev1.PodSucceeded)},
+				workflows: []*unstructured.Unstructured{wfAt("4", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeRunning)), wfAt("6", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeSucceeded))},
+				results:   []*wfv1.WorkflowTaskResult{result("2", "a", true)}},
+			deps, nil, "I5"},
+		{"status written by another field manager breaks I7",
+			history{}, deps, []*unstructured.Unstructured{func() *unstructured.Unstructured {
+				u := wfAt("9", extstatus.Extensions{})
+				u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}})
+				return u
+			}()}, "I7"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			if tc.h.deleted == nil {
+				tc.h.deleted = map[string]int64{}
+			}
+			got := check(tc.h, tc.p, tc.final)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no violation, got %v", got)
+				}
+				return
+			}
+			for _, v := range got {
+				if v.Invariant == tc.want {
+					return
+				}
+			}
+			var s []string
+			for _, v := range got {
+				s = append(s, v.String())
+			}
+			t.Fatalf("want a %s violation, got [%s]", tc.want, strings.Join(s, "; "))
+		})
+	}
+}
