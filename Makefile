@@ -33,6 +33,8 @@ bench: tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	$(GO) build -o bin/wfguard-bench ./cmd/wfguard-bench
 	bin/wfguard-bench $(BENCH_FLAGS)
+	@mkdir -p bench/results
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./controller/engine/ | tee bench/results/engine-latest.txt
 
 ## chaos: a long seeded chaos soak checking DESIGN.md's invariants (make test runs a 50-workflow one)
 SEED      ?= 0
