@@ -6,70 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
+	"k8s.io/client-go/kubernetes/scheme"
 )
-
-// Injection is one journal entry: which rule fired where, on what, and when.
-type Injection struct {
-	Rule   string
-	Site   string
-	Key    string // e.g. "create pods ns/name"
-	Action Action
-	Time   time.Time
-}
-
-// Injector applies rules at the API site and keeps the journal tests assert on.
-type Injector struct {
-	rules []*Rule
-	clock clock.Clock
-	seed  uint64
-
-	mu      sync.Mutex
-	rnd     *rand.Rand
-	journal []Injection
-}
-
-// NewInjector builds an injector; the seed makes percentage terms reproducible (print it on failure).
-func NewInjector(rules []*Rule, seed uint64, clk clock.Clock) *Injector {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	return &Injector{rules: rules, clock: clk, seed: seed, rnd: rand.New(rand.NewPCG(seed, seed^0xfa17))}
-}
-
-// Seed is the random seed in use.
-func (in *Injector) Seed() uint64 { return in.seed }
-
-// Journal returns the injections so far, in order.
-func (in *Injector) Journal() []Injection {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]Injection(nil), in.journal...)
-}
-
-func (in *Injector) decide(site string, call map[string]string) (*Rule, Action, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, r := range in.rules {
-		if r.Site != site || !r.matches(call) {
-			continue
-		}
-		if a, ok := r.next(in.clock.Now(), in.rnd); ok {
-			key := strings.TrimSpace(fmt.Sprintf("%s %s %s/%s", call["verb"], call["resource"], call["namespace"], call["name"]))
-			in.journal = append(in.journal, Injection{Rule: r.Name, Site: site, Key: key, Action: a, Time: in.clock.Now()})
-			return r, a, true
-		}
-	}
-	return nil, Action{}, false
-}
 
 // WrapTransport is a rest.Config.WrapTransport: API calls matching an "api" rule are delayed, failed with a
 // real metav1.Status body, or have their connection reset. Leader-election Leases are exempt unless a rule
@@ -90,26 +34,68 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if call["resource"] == "leases" && !t.in.namesLeases() {
 		return t.next.RoundTrip(req)
 	}
-	_, action, ok := t.in.decide("api", call)
+	_, action, ok := t.in.decide(SiteAPI, "", call, func() string { return workflowOfRequest(req, call) })
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
 	switch action.Kind {
-	case "delay":
+	case ActionDelay:
 		select {
 		case <-t.in.clock.After(action.Delay):
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		}
 		return t.next.RoundTrip(req)
-	case "reset":
+	case ActionReset:
 		return nil, errReset
 	default:
 		return statusResponse(req, action), nil
 	}
 }
 
+// workflowOfRequest ties an API call to its workflow: a call on a workflow names it, a created object
+// carries the workflow label in its body. Other calls cannot be tied ("").
+func workflowOfRequest(req *http.Request, call map[string]string) string {
+	ns := call["namespace"]
+	if ns == "" {
+		return ""
+	}
+	if strings.HasPrefix(call["resource"], "workflows") && call["name"] != "" {
+		return ns + "/" + call["name"]
+	}
+	if call["verb"] != "create" || req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, 4<<20))
+	if err != nil {
+		return ""
+	}
+	var labels map[string]string
+	// Built-in kinds may come as protobuf; custom resources are always JSON.
+	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil); err == nil {
+		if o, err := meta.Accessor(obj); err == nil {
+			labels = o.GetLabels()
+		}
+	} else {
+		var partial metav1.PartialObjectMetadata
+		if json.Unmarshal(data, &partial) == nil {
+			labels = partial.Labels
+		}
+	}
+	if wf := labels[workflowLabel]; wf != "" {
+		return ns + "/" + wf
+	}
+	return ""
+}
+
 func (in *Injector) namesLeases() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	for _, r := range in.rules {
 		if r.Match["resource"] == "leases" {
 			return true
@@ -189,23 +175,4 @@ func RequestAttributes(req *http.Request) map[string]string {
 		}
 	}
 	return call
-}
-
-// InformerDelays returns, per resource, the delay of each "informer" rule: the stale-store fault. Only
-// delay(d) is meaningful there; other actions are refused so a rule never silently does nothing.
-func InformerDelays(rules []*Rule) (map[string]time.Duration, error) {
-	out := map[string]time.Duration{}
-	for _, r := range rules {
-		if r.Site != "informer" {
-			continue
-		}
-		if len(r.Terms) != 1 || r.Terms[0].Action.Kind != "delay" || r.Terms[0].Count != 0 || r.Terms[0].Percent != 0 {
-			return nil, fmt.Errorf("fault rule %s: an informer rule takes exactly one delay(d) term", r.Name)
-		}
-		if r.Match["resource"] == "" {
-			return nil, fmt.Errorf("fault rule %s: an informer rule needs resource=", r.Name)
-		}
-		out[r.Match["resource"]] = r.Terms[0].Action.Delay
-	}
-	return out, nil
 }

@@ -25,6 +25,8 @@ type Points struct {
 	armed  map[string]*armedPoint
 	hits   map[string]int
 	waiter chan struct{}
+	// rules, when set, fault a hit that no armed point claims (point rules of an Injector).
+	rules func(ctx context.Context, name string) error
 }
 
 type armedPoint struct {
@@ -105,8 +107,12 @@ func (p *Points) Hit(ctx context.Context, name string) error {
 			delete(p.armed, name)
 		}
 	}
+	rules := p.rules
 	p.mu.Unlock()
 	if a == nil {
+		if rules != nil {
+			return rules(ctx, name)
+		}
 		return nil
 	}
 	switch a.kind {
@@ -120,6 +126,53 @@ func (p *Points) Hit(ctx context.Context, name string) error {
 	case "error":
 		return fmt.Errorf("faultinject: injected failure at %s", name)
 	default:
+		return ErrCrash
+	}
+}
+
+// ArmPoints lets the injector's point rules fault p's hits (those no Crash/Fail/Pause call armed):
+// `point name=after-workflow-persist : 1*crash` crashes, `pause ... for=D` holds hits until the rule ends
+// or the rules are replaced, `error` fails the pass, `delay(d)` slows it.
+func (in *Injector) ArmPoints(p *Points) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = in.hitPoint
+}
+
+func (in *Injector) hitPoint(ctx context.Context, name string) error {
+	in.mu.Lock()
+	changed := in.changed
+	in.mu.Unlock()
+	r, a, ok := in.decide(SitePoint, "", map[string]string{"name": name}, nil)
+	if !ok {
+		return nil
+	}
+	switch a.Kind {
+	case ActionDelay:
+		select {
+		case <-in.clock.After(a.Delay):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case ActionPause:
+		select {
+		case <-in.clock.After(r.Until.Sub(in.clock.Now())):
+		case <-changed:
+		case <-in.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	case ActionError:
+		return fmt.Errorf("faultinject: injected failure at %s (rule %s)", name, r.Name)
+	default:
+		in.mu.Lock()
+		crash := in.onCrash
+		in.mu.Unlock()
+		if crash != nil {
+			crash(Injection{Rule: r.Name, Site: SitePoint, Key: "point " + name, Action: a, Time: in.clock.Now()})
+		}
 		return ErrCrash
 	}
 }

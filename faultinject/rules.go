@@ -11,11 +11,50 @@ import (
 	"time"
 )
 
+// Sites: where a rule applies.
+const (
+	SiteAPI      = "api"      // the API client's round-tripper
+	SiteInformer = "informer" // an informer's watch (stale store) or its handlers (late notify)
+	SitePoint    = "point"    // a named crash point (and the worker gate, point name=worker)
+)
+
+// Action kinds.
+const (
+	ActionOff         = "off"
+	ActionError       = "error"
+	ActionDelay       = "delay"
+	ActionReset       = "reset"
+	ActionDrop        = "drop"
+	ActionNotifyDelay = "notify-delay"
+	ActionPause       = "pause"
+	ActionCrash       = "crash"
+)
+
+// Informer stages: a rule faults either the watch feeding the store or the notifications to handlers.
+const (
+	StageWatch  = "watch"
+	StageNotify = "notify"
+)
+
+// siteActions and siteKeys say what each site accepts, so a rule never silently does nothing.
+var (
+	siteActions = map[string][]string{
+		SiteAPI:      {ActionOff, ActionError, ActionDelay, ActionReset},
+		SiteInformer: {ActionOff, ActionDelay, ActionDrop, ActionReset, ActionNotifyDelay},
+		SitePoint:    {ActionOff, ActionPause, ActionDelay, ActionError, ActionCrash},
+	}
+	siteKeys = map[string][]string{
+		SiteAPI:      {"verb", "resource", "namespace", "name"},
+		SiteInformer: {"resource", "namespace", "name"},
+		SitePoint:    {"name"},
+	}
+)
+
 // Action is what one term does when it fires.
 type Action struct {
-	Kind  string        // off, error, delay, reset
-	Code  int           // error: HTTP status
-	Delay time.Duration // delay: how long; error 429: Retry-After
+	Kind  string        // one of the Action* constants
+	Code  int           // error at the api site: HTTP status
+	Delay time.Duration // delay, notify-delay: how long; error 429: Retry-After
 }
 
 // Term is one gofail-style term: [N*][P%]action[(arg)]; a rule walks its terms with "->".
@@ -28,12 +67,16 @@ type Term struct {
 // Rule says where (site and match), what (terms) and for how long (expiry, max injections).
 type Rule struct {
 	Name  string
-	Site  string            // "api" (the API round-tripper) or "informer"
+	Site  string            // SiteAPI, SiteInformer or SitePoint
+	Stage string            // informer rules: StageWatch or StageNotify
 	Match map[string]string // verb, resource, namespace, name
 	Terms []Term
 	// Until ends the rule (zero: never); Max bounds its injections (0: unbounded).
 	Until time.Time
 	Max   int
+	// Line and Text locate the rule in its source, for refusals and the start-up log.
+	Line int
+	Text string
 
 	mu       sync.Mutex
 	term     int
@@ -41,115 +84,292 @@ type Rule struct {
 	injected int
 }
 
-// ParseTerms parses e.g. "3*error(500)->off", "10%delay(2s)", "error(429,1s)", "reset".
+// PositionError locates a bad rule: line and column (1-based) of the offending field.
+type PositionError struct {
+	Line, Col int
+	Msg       string
+}
+
+func (e *PositionError) Error() string {
+	return fmt.Sprintf("fault rule line %d col %d: %s", e.Line, e.Col, e.Msg)
+}
+
+// termError carries the offset of the bad term inside the terms string.
+type termError struct {
+	off int
+	msg string
+}
+
+func (e *termError) Error() string { return e.msg }
+
+// ParseTerms parses e.g. "3*error(500)->off", "10%delay(2s)", "error(429,1s)", "reset", "drop", "crash".
 func ParseTerms(s string) ([]Term, error) {
 	var terms []Term
-	for _, part := range strings.Split(s, "->") {
-		part = strings.TrimSpace(part)
-		t := Term{}
-		if n, rest, ok := strings.Cut(part, "*"); ok {
-			c, err := strconv.Atoi(n)
-			if err != nil || c < 1 {
-				return nil, fmt.Errorf("term %q: count %q is not a positive integer", part, n)
-			}
-			t.Count, part = c, rest
-		}
-		if p, rest, ok := strings.Cut(part, "%"); ok {
-			v, err := strconv.ParseFloat(p, 64)
-			if err != nil || v <= 0 || v > 100 {
-				return nil, fmt.Errorf("term %q: percent %q is not in (0, 100]", part, p)
-			}
-			t.Percent, part = v, rest
-		}
-		name, args, _ := strings.Cut(part, "(")
-		args = strings.TrimSuffix(args, ")")
-		switch name {
-		case "off", "reset":
-			t.Action = Action{Kind: name}
-		case "delay":
-			d, err := time.ParseDuration(args)
-			if err != nil {
-				return nil, fmt.Errorf("term %q: delay needs a duration: %v", part, err)
-			}
-			t.Action = Action{Kind: name, Delay: d}
-		case "error":
-			code, after, _ := strings.Cut(args, ",")
-			c, err := strconv.Atoi(strings.TrimSpace(code))
-			if err != nil || c < 400 || c > 599 {
-				return nil, fmt.Errorf("term %q: error needs an HTTP status 400-599", part)
-			}
-			t.Action = Action{Kind: name, Code: c}
-			if after != "" {
-				if t.Action.Delay, err = time.ParseDuration(strings.TrimSpace(after)); err != nil {
-					return nil, fmt.Errorf("term %q: Retry-After %q: %v", part, after, err)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("term %q: unknown action %q (want off, error(code[,retry-after]), delay(d), reset)", part, name)
+	off := 0
+	for _, raw := range strings.Split(s, "->") {
+		t, err := parseTerm(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, &termError{off: off + len(raw) - len(strings.TrimLeft(raw, " \t")), msg: err.Error()}
 		}
 		terms = append(terms, t)
+		off += len(raw) + len("->")
 	}
 	return terms, nil
 }
 
+func parseTerm(part string) (Term, error) {
+	t := Term{}
+	orig := part
+	if n, rest, ok := strings.Cut(part, "*"); ok {
+		c, err := strconv.Atoi(n)
+		if err != nil || c < 1 {
+			return t, fmt.Errorf("term %q: count %q is not a positive integer", orig, n)
+		}
+		t.Count, part = c, rest
+	}
+	if p, rest, ok := strings.Cut(part, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v <= 0 || v > 100 {
+			return t, fmt.Errorf("term %q: percent %q is not in (0, 100]", orig, p)
+		}
+		t.Percent, part = v, rest
+	}
+	name, args, hasArgs := strings.Cut(part, "(")
+	if hasArgs && !strings.HasSuffix(args, ")") {
+		return t, fmt.Errorf("term %q: unclosed parenthesis", orig)
+	}
+	args = strings.TrimSuffix(args, ")")
+	switch name {
+	case ActionOff, ActionReset, ActionDrop, ActionPause, ActionCrash:
+		if args != "" {
+			return t, fmt.Errorf("term %q: %s takes no argument", orig, name)
+		}
+		t.Action = Action{Kind: name}
+	case ActionDelay, ActionNotifyDelay:
+		d, err := time.ParseDuration(args)
+		if err != nil || d <= 0 {
+			return t, fmt.Errorf("term %q: %s needs a positive duration, got %q", orig, name, args)
+		}
+		t.Action = Action{Kind: name, Delay: d}
+	case ActionError:
+		t.Action = Action{Kind: name}
+		if args == "" {
+			break // a point's failure; the api site requires a code (checked per site)
+		}
+		code, after, _ := strings.Cut(args, ",")
+		c, err := strconv.Atoi(strings.TrimSpace(code))
+		if err != nil || c < 400 || c > 599 {
+			return t, fmt.Errorf("term %q: error needs an HTTP status 400-599", orig)
+		}
+		t.Action.Code = c
+		if after != "" {
+			if t.Action.Delay, err = time.ParseDuration(strings.TrimSpace(after)); err != nil {
+				return t, fmt.Errorf("term %q: Retry-After %q: %v", orig, after, err)
+			}
+		}
+	default:
+		return t, fmt.Errorf("term %q: unknown action %q (want off, error, delay(d), reset, drop, notify-delay(d), pause or crash)", orig, name)
+	}
+	return t, nil
+}
+
+// field is one whitespace-separated word of a rule line and its 1-based column.
+type field struct {
+	text string
+	col  int
+}
+
+func fieldsAt(s string, col int) []field {
+	var out []field
+	start := -1
+	for i, r := range s + " " {
+		if r == ' ' || r == '\t' {
+			if start >= 0 {
+				out = append(out, field{text: s[start:i], col: col + start})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
 // ParseRules reads one rule per line: `name site key=value... : terms [max=N] [for=DURATION]`.
-// Blank lines and lines starting with # are ignored. now anchors `for=`.
+// Blank lines and lines starting with # are ignored. now anchors `for=`. Errors are *PositionError.
 //
 //	api-500 api verb=create resource=pods : 3*error(500)->off
 //	slow-results informer resource=workflowtaskresults : delay(30s)
+//	crash-once point name=after-workflow-persist : 1*crash->off
 func ParseRules(r io.Reader, now time.Time) ([]*Rule, error) {
 	var rules []*Rule
+	names := map[string]int{}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
+		raw := sc.Text()
+		text := strings.TrimSpace(raw)
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		head, tail, ok := strings.Cut(text, ":")
-		if !ok {
-			return nil, fmt.Errorf("fault rule line %d: want `name site match... : terms`, got %q", line, text)
-		}
-		fields := strings.Fields(head)
-		if len(fields) < 2 || (fields[1] != "api" && fields[1] != "informer") {
-			return nil, fmt.Errorf("fault rule line %d: want a name and a site (api or informer)", line)
-		}
-		rule := &Rule{Name: fields[0], Site: fields[1], Match: map[string]string{}}
-		for _, f := range fields[2:] {
-			k, v, ok := strings.Cut(f, "=")
-			if !ok || (k != "verb" && k != "resource" && k != "namespace" && k != "name") {
-				return nil, fmt.Errorf("fault rule line %d: match %q is not verb=, resource=, namespace= or name=", line, f)
-			}
-			rule.Match[k] = v
-		}
-		parts := strings.Fields(tail)
-		if len(parts) == 0 {
-			return nil, fmt.Errorf("fault rule line %d: no terms", line)
-		}
-		terms, err := ParseTerms(parts[0])
+		rule, err := parseRule(raw, line, now)
 		if err != nil {
-			return nil, fmt.Errorf("fault rule line %d: %w", line, err)
+			return nil, err
 		}
-		rule.Terms = terms
-		for _, opt := range parts[1:] {
-			k, v, _ := strings.Cut(opt, "=")
-			switch k {
-			case "max":
-				if rule.Max, err = strconv.Atoi(v); err != nil || rule.Max < 1 {
-					return nil, fmt.Errorf("fault rule line %d: max=%q is not a positive integer", line, v)
-				}
-			case "for":
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return nil, fmt.Errorf("fault rule line %d: for=%q: %v", line, v, err)
-				}
-				rule.Until = now.Add(d)
-			default:
-				return nil, fmt.Errorf("fault rule line %d: unknown option %q (want max= or for=)", line, opt)
-			}
+		if prev, ok := names[rule.Name]; ok {
+			return nil, &PositionError{Line: line, Col: 1 + len(raw) - len(strings.TrimLeft(raw, " \t")),
+				Msg: fmt.Sprintf("rule name %q is already used on line %d", rule.Name, prev)}
 		}
+		names[rule.Name] = line
 		rules = append(rules, rule)
 	}
-	return rules, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading fault rules: %w", err)
+	}
+	return rules, nil
+}
+
+func parseRule(raw string, line int, now time.Time) (*Rule, error) {
+	bad := func(col int, format string, args ...any) error {
+		return &PositionError{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+	}
+	colon := strings.Index(raw, ":")
+	if colon < 0 {
+		return nil, bad(1, "want `name site match... : terms`, got %q", strings.TrimSpace(raw))
+	}
+	head, tail := fieldsAt(raw[:colon], 1), fieldsAt(raw[colon+1:], colon+2)
+	if len(head) < 2 {
+		return nil, bad(1, "want a name and a site (api, informer or point) before the colon")
+	}
+	site := head[1].text
+	if siteActions[site] == nil {
+		return nil, bad(head[1].col, "unknown site %q (want api, informer or point)", site)
+	}
+	rule := &Rule{Name: head[0].text, Site: site, Match: map[string]string{}, Line: line, Text: strings.TrimSpace(raw)}
+	for _, f := range head[2:] {
+		k, v, ok := strings.Cut(f.text, "=")
+		if !ok || !contains(siteKeys[site], k) || v == "" {
+			return nil, bad(f.col, "match %q: site %s takes %s", f.text, site, strings.Join(keysEq(siteKeys[site]), ", "))
+		}
+		rule.Match[k] = v
+	}
+	switch {
+	case site == SiteInformer && rule.Match["resource"] == "":
+		return nil, bad(head[1].col, "an informer rule needs resource= (workflows, pods, workflowtaskresults, workflowactions)")
+	case site == SitePoint && rule.Match["name"] == "":
+		return nil, bad(head[1].col, "a point rule needs name= (%s, %s, %s or %s)",
+			PointAfterWorkflowPersist, PointBeforeActionStatus, PointBeforeFinalizerRelease, PointWorker)
+	}
+	if len(tail) == 0 {
+		return nil, bad(colon+2, "no terms after the colon")
+	}
+	terms, err := ParseTerms(tail[0].text)
+	if err != nil {
+		if te, ok := err.(*termError); ok {
+			return nil, bad(tail[0].col+te.off, "%s", te.msg)
+		}
+		return nil, bad(tail[0].col, "%v", err)
+	}
+	rule.Terms = terms
+	if err := checkSiteTerms(rule); err != nil {
+		return nil, bad(tail[0].col, "%v", err)
+	}
+	for _, opt := range tail[1:] {
+		k, v, _ := strings.Cut(opt.text, "=")
+		switch k {
+		case "max":
+			if rule.Max, err = strconv.Atoi(v); err != nil || rule.Max < 1 {
+				return nil, bad(opt.col, "max=%q is not a positive integer", v)
+			}
+		case "for":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, bad(opt.col, "for=%q is not a positive duration", v)
+			}
+			rule.Until = now.Add(d)
+		default:
+			return nil, bad(opt.col, "unknown option %q (want max= or for=)", opt.text)
+		}
+	}
+	if rule.hasAction(ActionPause) && rule.Until.IsZero() {
+		return nil, bad(tail[0].col, "a pause holds until its rule ends: add for=DURATION")
+	}
+	return rule, nil
+}
+
+// checkSiteTerms refuses actions a site cannot perform and informer rules mixing the watch and notify stages.
+func checkSiteTerms(r *Rule) error {
+	for _, t := range r.Terms {
+		if !contains(siteActions[r.Site], t.Action.Kind) {
+			return fmt.Errorf("action %s is not available at site %s (want %s)", t.Action.Kind, r.Site, strings.Join(siteActions[r.Site], ", "))
+		}
+		if r.Site == SiteAPI && t.Action.Kind == ActionError && t.Action.Code == 0 {
+			return fmt.Errorf("an api error needs an HTTP status: error(500)")
+		}
+		if r.Site == SitePoint && t.Action.Kind == ActionError && t.Action.Code != 0 {
+			return fmt.Errorf("a point error takes no status: error")
+		}
+	}
+	if r.Site != SiteInformer {
+		return nil
+	}
+	r.Stage = StageWatch
+	notify, watch := r.hasAction(ActionNotifyDelay), r.hasAction(ActionDelay) || r.hasAction(ActionDrop) || r.hasAction(ActionReset)
+	if notify && watch {
+		return fmt.Errorf("an informer rule faults either the watch (delay, drop, reset) or the handlers (notify-delay), not both: use two rules")
+	}
+	if notify {
+		r.Stage = StageNotify
+	}
+	return nil
+}
+
+func (r *Rule) hasAction(kind string) bool {
+	for _, t := range r.Terms {
+		if t.Action.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func keysEq(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "="
+	}
+	return out
+}
+
+// Policy is what a deployment allows beyond the syntax: the binary requires expiry and an explicit crash allow.
+type Policy struct {
+	// RequireExpiry refuses a rule with neither for= nor max=.
+	RequireExpiry bool
+	// AllowCrash permits crash terms (in the binary a crash exits the process).
+	AllowCrash bool
+}
+
+// Check refuses the first rule the policy forbids, with its line.
+func (p Policy) Check(rules []*Rule) error {
+	for _, r := range rules {
+		if p.RequireExpiry && r.Until.IsZero() && r.Max == 0 {
+			return &PositionError{Line: r.Line, Col: len(r.Text) + 1,
+				Msg: fmt.Sprintf("rule %s never expires: add for=DURATION or max=N", r.Name)}
+		}
+		if !p.AllowCrash && r.hasAction(ActionCrash) {
+			return &PositionError{Line: r.Line, Col: strings.Index(r.Text, ":") + 2,
+				Msg: fmt.Sprintf("rule %s crashes the process: refused without --allow-fault-crash", r.Name)}
+		}
+	}
+	return nil
 }
 
 // matches reports whether every key of the rule's match equals the call's.
@@ -166,7 +386,7 @@ func (r *Rule) matches(call map[string]string) bool {
 func (r *Rule) next(now time.Time, rnd *rand.Rand) (Action, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if (!r.Until.IsZero() && !now.Before(r.Until)) || (r.Max > 0 && r.injected >= r.Max) || r.term >= len(r.Terms) {
+	if !r.activeLocked(now) {
 		return Action{}, false
 	}
 	t := r.Terms[r.term]
@@ -174,9 +394,24 @@ func (r *Rule) next(now time.Time, rnd *rand.Rand) (Action, bool) {
 	if t.Count > 0 && r.used >= t.Count {
 		r.term, r.used = r.term+1, 0
 	}
-	if t.Action.Kind == "off" || (t.Percent > 0 && rnd.Float64()*100 >= t.Percent) {
+	if t.Action.Kind == ActionOff || (t.Percent > 0 && rnd.Float64()*100 >= t.Percent) {
 		return Action{}, false
 	}
 	r.injected++
 	return t.Action, true
+}
+
+// active reports whether the rule can still inject: not expired, not exhausted, not parked on a lasting off.
+func (r *Rule) active(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.activeLocked(now) {
+		return false
+	}
+	t := r.Terms[r.term]
+	return !(t.Action.Kind == ActionOff && t.Count == 0)
+}
+
+func (r *Rule) activeLocked(now time.Time) bool {
+	return (r.Until.IsZero() || now.Before(r.Until)) && (r.Max == 0 || r.injected < r.Max) && r.term < len(r.Terms)
 }

@@ -352,17 +352,8 @@ func installFaults(f *controllerFlags, config *rest.Config, log *slog.Logger) (f
 	if err != nil {
 		return nil, err
 	}
-	delays, err := faultinject.InformerDelays(rules)
-	if err != nil {
-		return nil, err
-	}
 	injector := faultinject.NewInjector(rules, f.faultSeed, nil)
 	config.Wrap(injector.WrapTransport)
 	log.Warn("FAULT INJECTION ENABLED", "rules", f.faultRules, "count", len(rules), "seed", f.faultSeed)
-	return func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
-		if d, ok := delays[resource]; ok {
-			return faultinject.DelayWatchEvents(lw, d, nil)
-		}
-		return lw
-	}, nil
+	return injector.WrapListWatch, nil
 }

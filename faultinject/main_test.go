@@ -1,0 +1,16 @@
+package faultinject
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/wfguard/wfguard/test/controlplane"
+)
+
+// cp is the real API server the injectors are tested against.
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{CRDDir: "-"}, func(c *controlplane.ControlPlane) { cp = c }))
+}

@@ -1,0 +1,164 @@
+package faultinject
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidRulesParseIntoTheirSiteStageAndTerms(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		text  string
+		site  string
+		stage string
+		terms []Term
+		match map[string]string
+	}{
+		{"an api rule walks counted terms", "a api verb=create resource=pods : 3*error(500)->off", SiteAPI, "",
+			[]Term{{Count: 3, Action: Action{Kind: ActionError, Code: 500}}, {Action: Action{Kind: ActionOff}}},
+			map[string]string{"verb": "create", "resource": "pods"}},
+		{"a 429 carries its Retry-After", "a api : 10%error(429,2s)", SiteAPI, "",
+			[]Term{{Percent: 10, Action: Action{Kind: ActionError, Code: 429, Delay: 2 * time.Second}}}, map[string]string{}},
+		{"an informer delay is a watch fault", "s informer resource=workflowtaskresults : delay(30s)", SiteInformer, StageWatch,
+			[]Term{{Action: Action{Kind: ActionDelay, Delay: 30 * time.Second}}}, map[string]string{"resource": "workflowtaskresults"}},
+		{"drops and resets are watch faults", "d informer resource=pods namespace=a : 5*drop->reset->off", SiteInformer, StageWatch,
+			[]Term{{Count: 5, Action: Action{Kind: ActionDrop}}, {Action: Action{Kind: ActionReset}}, {Action: Action{Kind: ActionOff}}},
+			map[string]string{"resource": "pods", "namespace": "a"}},
+		{"notify-delay is a handler fault", "n informer resource=workflows : 50%notify-delay(2s)", SiteInformer, StageNotify,
+			[]Term{{Percent: 50, Action: Action{Kind: ActionNotifyDelay, Delay: 2 * time.Second}}}, map[string]string{"resource": "workflows"}},
+		{"a point crashes once", "c point name=after-workflow-persist : 1*crash->off", SitePoint, "",
+			[]Term{{Count: 1, Action: Action{Kind: ActionCrash}}, {Action: Action{Kind: ActionOff}}}, map[string]string{"name": "after-workflow-persist"}},
+		{"a point fails without a status", "e point name=before-action-status : 2*error", SitePoint, "",
+			[]Term{{Count: 2, Action: Action{Kind: ActionError}}}, map[string]string{"name": "before-action-status"}},
+		{"a worker pause lasts its window", "p point name=worker : pause for=1m", SitePoint, "",
+			[]Term{{Action: Action{Kind: ActionPause}}}, map[string]string{"name": "worker"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := ParseRules(strings.NewReader("# comment\n\n"+tc.text), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rules[0]
+			if r.Site != tc.site || r.Stage != tc.stage || r.Line != 3 || r.Text != tc.text {
+				t.Errorf("site %q stage %q line %d text %q", r.Site, r.Stage, r.Line, r.Text)
+			}
+			if len(r.Terms) != len(tc.terms) {
+				t.Fatalf("terms = %+v, want %+v", r.Terms, tc.terms)
+			}
+			for i := range r.Terms {
+				if r.Terms[i] != tc.terms[i] {
+					t.Errorf("term %d = %+v, want %+v", i, r.Terms[i], tc.terms[i])
+				}
+			}
+			if len(r.Match) != len(tc.match) {
+				t.Errorf("match = %v, want %v", r.Match, tc.match)
+			}
+			for k, v := range tc.match {
+				if r.Match[k] != v {
+					t.Errorf("match = %v, want %v", r.Match, tc.match)
+				}
+			}
+		})
+	}
+}
+
+func TestBadRulesAreRefusedAtTheirExactPosition(t *testing.T) {
+	cases := []struct {
+		text      string
+		line, col int
+		want      string
+	}{
+		{"x api : explode", 1, 9, "unknown action"},
+		{"x api : 0*error(500)", 1, 9, "count"},
+		{"x api : 150%error(500)", 1, 9, "percent"},
+		{"x api : error(200)", 1, 9, "HTTP status"},
+		{"x api : error", 1, 9, "needs an HTTP status"},
+		{"x api : delay(soon)", 1, 9, "positive duration"},
+		{"x api : error(500", 1, 9, "unclosed"},
+		{"x api : drop", 1, 9, "not available at site api"},
+		{"x api : 2*error(500)->reset->boom", 1, 30, `unknown action "boom"`},
+		{"x disk : error(500)", 1, 3, `unknown site "disk"`},
+		{"x api color=red : error(500)", 1, 7, "match"},
+		{"x informer : delay(1s)", 1, 3, "needs resource="},
+		{"x informer resource=pods verb=get : drop", 1, 26, "match"},
+		{"x informer resource=pods : delay(1s)->notify-delay(1s)", 1, 28, "either the watch"},
+		{"x informer resource=pods : crash", 1, 28, "not available at site informer"},
+		{"x point : crash", 1, 3, "needs name="},
+		{"x point name=worker : error(500)", 1, 23, "takes no status"},
+		{"x point name=worker : pause", 1, 23, "add for="},
+		{"x point name=worker : reset", 1, 23, "not available at site point"},
+		{"x api verb=get", 1, 1, "want `name site"},
+		{"api : error(500)", 1, 1, "a name and a site"},
+		{"x api :", 1, 8, "no terms"},
+		{"x api : error(500) forever", 1, 20, "unknown option"},
+		{"x api : error(500) for=-1m", 1, 20, "positive duration"},
+		{"\n\n  x api : error(500) max=0", 3, 22, "max="},
+		{"x api : error(500)\nx api : error(503)", 2, 1, "already used on line 1"},
+	}
+	for _, tc := range cases {
+		_, err := ParseRules(strings.NewReader(tc.text), time.Now())
+		var pe *PositionError
+		if !errors.As(err, &pe) {
+			t.Errorf("%q: err = %v, want a PositionError", tc.text, err)
+			continue
+		}
+		if pe.Line != tc.line || pe.Col != tc.col || !strings.Contains(pe.Msg, tc.want) {
+			t.Errorf("%q: got line %d col %d %q, want line %d col %d mentioning %q", tc.text, pe.Line, pe.Col, pe.Msg, tc.line, tc.col, tc.want)
+		}
+	}
+}
+
+func TestThePolicyRefusesRulesThatNeverExpireOrCrash(t *testing.T) {
+	text := "ok api : error(500) for=1m\nbounded api : error(503) max=3\n# gap\nforever api verb=list : error(500)\n"
+	rules, err := ParseRules(strings.NewReader(text), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Policy{RequireExpiry: true}.Check(rules)
+	var pe *PositionError
+	if !errors.As(err, &pe) || pe.Line != 4 || !strings.Contains(pe.Msg, "rule forever never expires") {
+		t.Errorf("err = %v, want line 4 refused for having no expiry", err)
+	}
+	if err := (Policy{}).Check(rules); err != nil {
+		t.Errorf("without RequireExpiry (tests) the rules pass: %v", err)
+	}
+	crash, err := ParseRules(strings.NewReader("boom point name=after-workflow-persist : 1*crash max=1"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Policy{RequireExpiry: true}).Check(crash); !errors.As(err, &pe) || pe.Line != 1 || !strings.Contains(pe.Msg, "--allow-fault-crash") {
+		t.Errorf("err = %v, want the crash refused without the allow", err)
+	}
+	if err := (Policy{RequireExpiry: true, AllowCrash: true}).Check(crash); err != nil {
+		t.Errorf("an allowed, bounded crash is refused: %v", err)
+	}
+}
+
+func TestARuleStopsBeingActiveWhenItExpiresOrIsExhausted(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rules, err := ParseRules(strings.NewReader(
+		"timed api verb=watch : error(500) for=1m\ncounted api verb=get : 2*error(500)\nparked api verb=list : 1*error(500)->off"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewInjector(rules, 1, nil)
+	for _, r := range rules {
+		if !r.active(now) {
+			t.Errorf("%s is inactive at load", r.Name)
+		}
+	}
+	if rules[0].active(now.Add(time.Minute)) {
+		t.Error("for=1m is still active a minute later")
+	}
+	for range 2 {
+		in.decide(SiteAPI, "", map[string]string{"verb": "get"}, nil)
+	}
+	in.decide(SiteAPI, "", map[string]string{"verb": "list"}, nil)
+	if rules[1].active(now) || rules[2].active(now) {
+		t.Errorf("exhausted rules stay active: counted %v parked %v", rules[1].active(now), rules[2].active(now))
+	}
+}
