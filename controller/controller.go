@@ -198,6 +198,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
+		Templates:       templateSource{argo: c.argo},
 		Validate:        opts.Validate,
 		ExecutorImage:   opts.ExecutorImage,
 		InstanceID:      opts.InstanceID,

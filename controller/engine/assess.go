@@ -88,7 +88,7 @@ func enforceResultWait(p *Pass, id string) {
 	synced := true
 	n.TaskResultSynced = &synced
 	if n.Phase == wfv1.NodeRunning {
-		msg := taskresult.TimeoutMessage(p.WF.GetTemplateByName(n.TemplateName), p.Results[id], timeout)
+		msg := taskresult.TimeoutMessage(p.templateOf(n), p.Results[id], timeout)
 		p.markPhase(n, wfv1.NodeError, msg)
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + msg})
 		return

@@ -43,11 +43,16 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	for progressed := true; progressed; {
 		progressed = false
 		sc := e.dagScope(p, node, tmpl)
+		fulfilledAtScope := countFulfilled(p, node.Name, tmpl)
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
 			existing := taskNode(t.Name)
 			if fulfilled(existing) {
 				continue
+			}
+			if n := countFulfilled(p, node.Name, tmpl); n != fulfilledAtScope {
+				// A task (a nested steps or DAG) completed earlier in this loop: its outputs join the scope.
+				sc, fulfilledAtScope = e.dagScope(p, node, tmpl), n
 			}
 			expr := exprs[t.Name]
 			var deps []string
@@ -112,7 +117,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				progressed = true
 				continue
 			}
-			child, err := e.executeTemplate(ctx, p, name, t.Name, resolved.Template, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
+			child, err := e.executeTemplate(ctx, p, name, t.Name, templateCall{resolved.Template, resolved.TemplateRef}, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
 			if err != nil {
 				var api *apiError
 				if errors.As(err, &api) {
@@ -233,6 +238,17 @@ func (e *Engine) dagPhase(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template
 	return result
 }
 
+// countFulfilled counts the DAG's fulfilled tasks.
+func countFulfilled(p *Pass, dagName string, tmpl *wfv1.Template) int {
+	count := 0
+	for _, t := range tmpl.DAG.Tasks {
+		if fulfilled(p.node(dagName + "." + t.Name)) {
+			count++
+		}
+	}
+	return count
+}
+
 // targetTasks is dag.target, else every task no other task depends on.
 func targetTasks(tmpl *wfv1.Template, exprs map[string]dependsExpr) []string {
 	if tmpl.DAG.Target != "" {
@@ -351,7 +367,7 @@ func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *
 			return n, nil
 		}
 	}
-	child, err := e.executeTemplate(ctx, p, childName, iterName, x.Template, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
+	child, err := e.executeTemplate(ctx, p, childName, iterName, templateCall{x.Template, x.TemplateRef}, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
 	if err != nil {
 		var api *apiError
 		if errors.As(err, &api) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type PodControl interface {
 // Engine runs argo templates over a workflow's status.
 type Engine struct {
 	Pods PodControl
+	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
+	// workflowTemplateRef name; nil fails every reference.
+	Templates TemplateSource
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
@@ -68,7 +72,16 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	if wf.Status.Phase != wfv1.WorkflowUnknown {
 		return true, nil
 	}
-	if err := e.validate(wf); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := e.storeWorkflowTemplateSpec(ctx, p); err != nil {
+		if retryable(err) {
+			return false, fmt.Errorf("reading the workflow template of %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
+		e.completeWorkflow(p, wfv1.WorkflowError, err.Error()) // argo errors the workflow with the read's error
+		return false, nil
+	}
+	if err := e.validate(p); err != nil {
 		if argoerrs.IsTransientErr(err) {
 			return false, fmt.Errorf("validating workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 		}
@@ -88,22 +101,41 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	return true, nil
 }
 
-func (e *Engine) validate(wf *wfv1.Workflow) error {
+func (e *Engine) validate(p *Pass) error {
+	wf := p.WF
 	if data, err := json.Marshal(wf); err != nil {
 		return fmt.Errorf("encoding the workflow: %w", err)
 	} else if len(data) > MaxWorkflowSize {
 		return fmt.Errorf("workflow is %d bytes, larger than the %d-byte limit", len(data), MaxWorkflowSize)
 	}
-	if err := unsupported(wf); err != nil {
+	ownPodGC := wf.Spec.PodGC
+	restore := p.useExecSpec() // what runs: the merged spec of a workflowTemplateRef
+	err := errors.Join(unsupported(wf), checkLeafOnly(wf))
+	if err == nil && ownPodGC == nil && wf.Spec.PodGC != nil {
+		err = fmt.Errorf("not supported by wfguard yet: spec.podGC from a workflowTemplateRef (set podGC on the Workflow)")
+	}
+	restore()
+	if err != nil {
 		return err
 	}
-	if err := checkLeafOnly(wf); err != nil {
-		return err
+	if e.Validate != nil {
+		if err := e.Validate(wf); err != nil {
+			return err
+		}
 	}
-	if e.Validate == nil {
-		return nil
+	// Argo's validation stores the templates the workflow references (status.storedTemplates): they run
+	// too, so the same rules apply to them.
+	var found []string
+	for key, t := range wf.Status.StoredTemplates {
+		for _, d := range unsupportedInTemplate(&t) {
+			found = append(found, fmt.Sprintf("template %s: %s", key, d))
+		}
 	}
-	return e.Validate(wf)
+	if len(found) > 0 {
+		sort.Strings(found)
+		return fmt.Errorf("not supported by wfguard yet: %s", strings.Join(found, "; "))
+	}
+	return nil
 }
 
 // Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies
@@ -113,11 +145,12 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	if wf.Status.Phase.Completed() || wf.Status.Phase == wfv1.WorkflowUnknown {
 		return nil
 	}
+	defer p.useExecSpec()()
 	if err := e.enforceShutdownAndDeadline(ctx, p); err != nil {
 		return err
 	}
 	if !suspended(p) || shutdown(p).Enabled() {
-		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, wf.Spec.Entrypoint, wf.Spec.Arguments, "", "", execOpts{}); err != nil {
+		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{}); err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
 				return err // transient: the pass is persisted and retried with backoff
@@ -263,7 +296,7 @@ type execOpts struct {
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
 // while parallelism holds it back). parentTmplJSON is the calling steps/DAG template, to know whether a
 // parent reads outputs.result.
-func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName, tmplName string, args wfv1.Arguments,
+func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, args wfv1.Arguments,
 	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
 	if n := p.node(nodeName); n != nil && fulfilled(n) {
 		return n, nil
@@ -275,22 +308,40 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		if n := p.node(nodeName); n != nil {
 			return p.markPhase(n, wfv1.NodeError, msg), nil
 		}
-		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
+		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, call.templateName(), boundaryID, wfv1.NodeError, msg)
 		p.Events = append(p.Events, nodeEvent(n))
 		return n, nil
 	}
 	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
 		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
 		if n.Type == wfv1.NodeTypePod {
-			if err := e.enforceTimeout(ctx, p, n, p.WF.GetTemplateByName(tmplName), args, opts); err != nil {
+			if err := e.enforceTimeout(ctx, p, n, p.templateOf(n), args, opts); err != nil {
 				return nil, err
 			}
 		}
 		return p.node(nodeName), nil
 	}
-	tmpl := p.WF.GetTemplateByName(tmplName)
-	if tmpl == nil {
-		return nil, fmt.Errorf("template %q not found", tmplName)
+	tmpl, err := e.resolveTemplate(ctx, p, call)
+	if err != nil {
+		var api *apiError
+		if errors.As(err, &api) {
+			return nil, err
+		}
+		if call.ref == nil && p.base.local() {
+			return nil, err // argo's validation rejects these; kept as the caller's error
+		}
+		// A WorkflowTemplate or template that is gone: this node errors, naming it; its caller decides.
+		n := e.errorNode(p, nodeName, displayName, call.templateName(), boundaryID, err.Error())
+		e.stampRef(p, n, call)
+		return n, err
+	}
+	tmplName := tmpl.Name
+	if n := p.node(nodeName); n == nil && call.ref != nil {
+		defer func() {
+			if created := p.node(nodeName); created != nil {
+				e.stampRef(p, created, call)
+			}
+		}()
 	}
 	globals := common.Parameters(p.globals())
 	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, nil)
@@ -303,7 +354,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
-		return e.executeRetry(ctx, p, nodeName, displayName, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
+		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)
 	if n == nil && parallelismReached(p, boundaryID) {
@@ -331,6 +382,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			n.Inputs = inputsOf(resolved)
 			p.setNode(n)
 		}
+		defer p.enter(call.target(p.base))() // its steps name templates of the template's own base
 		return e.executeSteps(ctx, p, n, resolved)
 	case wfv1.TemplateTypeDAG:
 		if n == nil {
@@ -338,6 +390,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			n.Inputs = inputsOf(resolved)
 			p.setNode(n)
 		}
+		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return e.executeDAG(ctx, p, n, resolved)
 	default:
 		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, suspend, steps, dag)",

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 
@@ -26,13 +25,11 @@ func (e *Engine) runWorkflowExitHandler(ctx context.Context, p *Pass, root *wfv1
 	if n == nil && !shutdown(p).ShouldExecute(true) {
 		return nil, true, nil
 	}
-	if hook.Template == "" {
-		return nil, true, fmt.Errorf("exit handler: only local templates are supported (templateRef is not yet)")
-	}
 	p.extraGlobals = exitGlobals(p, root)
 	p.exiting = true
 	defer func() { p.extraGlobals, p.exiting = nil, false }()
-	n, err := e.executeTemplate(ctx, p, name, name, hook.Template, hook.Arguments, "", "", execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
+	n, err := e.executeTemplate(ctx, p, name, name, templateCall{hook.Template, hook.TemplateRef}, hook.Arguments, "", "",
+		execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
 	if err != nil {
 		return nil, false, err
 	}

@@ -21,7 +21,7 @@ func parallelismReached(p *Pass, boundaryID string) bool {
 	if boundary == nil {
 		return false
 	}
-	tmpl := p.WF.GetTemplateByName(boundary.TemplateName)
+	tmpl := p.templateOf(boundary)
 	if tmpl == nil || tmpl.Parallelism == nil {
 		return false
 	}

@@ -37,6 +37,11 @@ type Pass struct {
 	extraGlobals map[string]string
 	// exiting is true while an exit handler runs: its pods run on Stop and past the deadline.
 	exiting bool
+	// base is where template names of the steps or DAG being run resolve (the workflow, or a
+	// WorkflowTemplate reached through templateRef); new nodes record it as their templateScope.
+	base templateBase
+	// holders are the WorkflowTemplates read this pass, by scope/name.
+	holders map[string]wfv1.TemplateHolder
 }
 
 // globals are the {{workflow.*}} variables of this pass.
@@ -109,7 +114,7 @@ func (p *Pass) newNode(name, displayName string, typ wfv1.NodeType, tmplName, bo
 		DisplayName:   displayName,
 		Type:          typ,
 		TemplateName:  tmplName,
-		TemplateScope: "local/" + p.WF.Name,
+		TemplateScope: p.base.scopeString(p.WF.Name),
 		BoundaryID:    boundaryID,
 		Phase:         phase,
 		Message:       message,

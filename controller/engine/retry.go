@@ -131,7 +131,7 @@ const maxAttemptsPerPass = 5
 // executeRetry runs a template with a retryStrategy: a Retry node whose children are the attempts
 // name(0), name(1), ... A new attempt starts only when the previous one is fulfilled (terminal and its
 // result synced) and the strategy allows it; the Retry node ends with the last attempt's phase and outputs.
-func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayName, tmplName string, args wfv1.Arguments,
+func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, tmplName string, args wfv1.Arguments,
 	tmpl *wfv1.Template, strategy *wfv1.RetryStrategy, boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
 	n := p.node(nodeName)
 	if n == nil {
@@ -175,7 +175,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 			attemptOpts.resultName = displayName
 		}
 		name := fmt.Sprintf("%s(%d)", nodeName, num)
-		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", displayName, num), tmplName, args, boundaryID, parentTmplJSON, attemptOpts)
+		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", displayName, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
 		if err != nil || child == nil {
 			return p.node(nodeName), err
 		}

@@ -156,16 +156,19 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 				continue
 			}
 		}
-		if resolved.Template == "" {
+		if resolved.Template == "" && resolved.TemplateRef == nil {
 			e.failStep(p, sg, childName, run.name, run.step.Template, boundaryID,
-				fmt.Sprintf("step %s: only local templates are supported (templateRef and inline templates are not yet)", run.name))
+				fmt.Sprintf("step %s: inline templates are not supported yet", run.name))
 			return nil
 		}
-		child, err := e.executeTemplate(ctx, p, childName, run.name, resolved.Template, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
+		child, err := e.executeTemplate(ctx, p, childName, run.name, templateCall{resolved.Template, resolved.TemplateRef}, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
 		if err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
 				return err
+			}
+			if child != nil {
+				p.addChild(p.node(sg.Name), child.ID)
 			}
 			p.markPhase(p.node(sg.Name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", childName, err))
 			return nil

@@ -8,20 +8,16 @@ import (
 )
 
 // unsupported rejects specs that use argo features wfguard does not run yet, so a workflow fails loudly at
-// start instead of running with part of its spec silently ignored.
+// start instead of running with part of its spec silently ignored. Templates reached through templateRef
+// are checked by the same rules when they are first used (unsupportedInTemplate).
 func unsupported(wf *wfv1.Workflow) error {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	s := &wf.Spec
-	for name, hook := range s.Hooks {
+	for name := range s.Hooks {
 		if name != wfv1.ExitLifecycleEvent {
 			add("spec.hooks.%s", name)
-		} else if hook.TemplateRef != nil {
-			add("spec.hooks.exit.templateRef")
 		}
-	}
-	if s.WorkflowTemplateRef != nil {
-		add("spec.workflowTemplateRef")
 	}
 	if s.TTLStrategy != nil {
 		add("spec.ttlStrategy")
@@ -35,36 +31,10 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
 		add("spec.retryStrategy.affinity")
 	}
-	for _, t := range s.Templates {
-		where := "template " + t.Name
-		switch {
-		case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
-			add("%s: retryStrategy.affinity", where)
-		case t.Memoize != nil:
-			add("%s: memoize", where)
-		case t.Synchronization != nil:
-			add("%s: synchronization", where)
-		case t.Daemon != nil && *t.Daemon:
-			add("%s: daemon", where)
-		case len(t.Inputs.Artifacts) > 0:
-			add("%s: inputs.artifacts", where)
-		}
-		for _, group := range t.Steps {
-			for _, step := range group.Steps {
-				if d := refOrHook(step.TemplateRef, step.Inline, step.OnExit, step.Hooks); d != "" {
-					add("%s step %s: %s", where, step.Name, d)
-				}
-			}
-		}
-		if t.DAG != nil {
-			if t.DAG.Target != "" {
-				add("%s: dag.target", where)
-			}
-			for _, task := range t.DAG.Tasks {
-				if d := refOrHook(task.TemplateRef, task.Inline, task.OnExit, task.Hooks); d != "" {
-					add("%s task %s: %s", where, task.Name, d)
-				}
-			}
+	for i := range s.Templates {
+		t := &s.Templates[i]
+		for _, d := range unsupportedInTemplate(t) {
+			add("template %s: %s", t.Name, d)
 		}
 	}
 	if len(found) == 0 {
@@ -73,10 +43,44 @@ func unsupported(wf *wfv1.Workflow) error {
 	return fmt.Errorf("not supported by wfguard yet: %s", strings.Join(found, "; "))
 }
 
-func refOrHook(ref *wfv1.TemplateRef, inline *wfv1.Template, onExit string, hooks wfv1.LifecycleHooks) string {
+// unsupportedInTemplate lists what one template uses that wfguard does not run yet.
+func unsupportedInTemplate(t *wfv1.Template) []string {
+	var found []string
+	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	switch {
-	case ref != nil:
-		return "templateRef"
+	case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
+		add("retryStrategy.affinity")
+	case t.Memoize != nil:
+		add("memoize")
+	case t.Synchronization != nil:
+		add("synchronization")
+	case t.Daemon != nil && *t.Daemon:
+		add("daemon")
+	case len(t.Inputs.Artifacts) > 0:
+		add("inputs.artifacts")
+	}
+	for _, group := range t.Steps {
+		for _, step := range group.Steps {
+			if d := inlineOrHook(step.Inline, step.OnExit, step.Hooks); d != "" {
+				add("step %s: %s", step.Name, d)
+			}
+		}
+	}
+	if t.DAG != nil {
+		if t.DAG.Target != "" {
+			add("dag.target")
+		}
+		for _, task := range t.DAG.Tasks {
+			if d := inlineOrHook(task.Inline, task.OnExit, task.Hooks); d != "" {
+				add("task %s: %s", task.Name, d)
+			}
+		}
+	}
+	return found
+}
+
+func inlineOrHook(inline *wfv1.Template, onExit string, hooks wfv1.LifecycleHooks) string {
+	switch {
 	case inline != nil:
 		return "inline templates"
 	case onExit != "":
