@@ -44,7 +44,7 @@ func (c *Controller) newActionInformer() cache.SharedIndexInformer {
 			return client.Watch(ctx, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.WorkflowAction{}, c.opts.ResyncPeriod, cache.Indexers{
+	inf := cache.NewSharedIndexInformer(c.wrapListWatch("workflowactions", lw), &v1alpha1.WorkflowAction{}, c.opts.ResyncPeriod, cache.Indexers{
 		IndexWorkflowKey: func(obj any) ([]string, error) {
 			a := obj.(*v1alpha1.WorkflowAction)
 			return []string{a.Namespace + "/" + a.Spec.WorkflowRef.Name}, nil

@@ -70,9 +70,12 @@ type Options struct {
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
-	// WrapListWatch, when set, wraps the ListerWatcher of an informer by resource name (currently
-	// "workflowtaskresults"): the seam for informer faults (faultinject).
+	// WrapListWatch, when set, wraps the ListerWatcher of each informer by resource name ("workflows",
+	// "pods", "workflowtaskresults", "workflowactions"): the seam for stale-store faults (faultinject).
 	WrapListWatch func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
+	// WrapHandler, when set, wraps each informer's event handler by resource name: the seam for late-notify
+	// faults, where the store is fresh but the handlers hear late (faultinject).
+	WrapHandler func(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler
 	// Points are named crash points and the worker gate (faultinject); nil passes everywhere.
 	Points *faultinject.Points
 	// Hooks observe the pipeline, for tests that check its guarantees.

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -73,13 +71,11 @@ func indexByWorkflowUID(obj any) ([]string, error) {
 
 // informers holds the controller's caches.
 type informerSet struct {
-	dynamicFactory dynamicinformer.DynamicSharedInformerFactory
-	kubeFactory    informers.SharedInformerFactory
-	wg             sync.WaitGroup
-	workflows      cache.SharedIndexInformer
-	pods           cache.SharedIndexInformer
-	results        cache.SharedIndexInformer
-	actions        cache.SharedIndexInformer
+	wg        sync.WaitGroup
+	workflows cache.SharedIndexInformer
+	pods      cache.SharedIndexInformer
+	results   cache.SharedIndexInformer
+	actions   cache.SharedIndexInformer
 }
 
 func (c *Controller) newInformers() (*informerSet, error) {
@@ -88,32 +84,21 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	if c.opts.InstanceID != "" {
 		instance = common.LabelKeyControllerInstanceID + "=" + c.opts.InstanceID
 	}
+	// Every informer is built and run directly, each ListerWatcher through the WrapListWatch seam (informer
+	// faults); argo's generated factory could not be shut down anyway.
 	s := &informerSet{}
-	s.dynamicFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, c.opts.ResyncPeriod, c.opts.Namespace,
-		func(o *metav1.ListOptions) { o.LabelSelector = instance })
-	s.workflows = s.dynamicFactory.ForResource(wfv1.SchemeGroupVersion.WithResource("workflows")).Informer()
-
-	s.kubeFactory = informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector + "," + instance }))
-	s.pods = s.kubeFactory.Core().V1().Pods().Informer()
-
-	// argo's generated factory cannot be shut down (no way to wait for its goroutines), so this informer is
-	// built and run directly.
+	workflows := c.dynamic.Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).Namespace(c.opts.Namespace)
+	s.workflows = cache.NewSharedIndexInformer(c.listWatch("workflows", instance,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return workflows.List(ctx, o) }, workflows.Watch),
+		&unstructured.Unstructured{}, c.opts.ResyncPeriod, cache.Indexers{})
+	pods := c.kube.CoreV1().Pods(c.opts.Namespace)
+	s.pods = cache.NewSharedIndexInformer(c.listWatch("pods", selector+","+instance,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) }, pods.Watch),
+		&corev1.Pod{}, c.opts.ResyncPeriod, cache.Indexers{})
 	results := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(c.opts.Namespace)
-	var resultsLW cache.ListerWatcher = &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector + "," + instance
-			return results.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector + "," + instance
-			return results.Watch(ctx, o)
-		},
-	}
-	if c.opts.WrapListWatch != nil {
-		resultsLW = c.opts.WrapListWatch("workflowtaskresults", resultsLW)
-	}
-	s.results = cache.NewSharedIndexInformer(resultsLW, &wfv1.WorkflowTaskResult{}, c.opts.ResyncPeriod, cache.Indexers{})
+	s.results = cache.NewSharedIndexInformer(c.listWatch("workflowtaskresults", selector+","+instance,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return results.List(ctx, o) }, results.Watch),
+		&wfv1.WorkflowTaskResult{}, c.opts.ResyncPeriod, cache.Indexers{})
 
 	for name, inf := range map[string]cache.SharedIndexInformer{"workflows": s.workflows, "pods": s.pods, "workflowtaskresults": s.results} {
 		if err := inf.SetTransform(stripManagedFields); err != nil {
@@ -127,7 +112,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 			return nil, fmt.Errorf("adding %s indexes: %w", name, err)
 		}
 	}
-	if _, err := s.workflows.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := s.workflows.AddEventHandler(c.handler("workflows", cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueObject(obj) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
@@ -139,7 +124,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 			c.forgetDeferred(obj)
 			c.enqueueObject(obj)
 		},
-	}); err != nil {
+	})); err != nil {
 		return nil, fmt.Errorf("adding workflow handlers: %w", err)
 	}
 	owned := cache.ResourceEventHandlerFuncs{
@@ -156,7 +141,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		},
 	}
 	s.actions = c.newActionInformer()
-	if _, err := s.actions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := s.actions.AddEventHandler(c.handler("workflowactions", cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueAction,
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
@@ -164,21 +149,49 @@ func (c *Controller) newInformers() (*informerSet, error) {
 			}
 		},
 		DeleteFunc: c.enqueueAction, // its record in appliedActions can be pruned
-	}); err != nil {
+	})); err != nil {
 		return nil, fmt.Errorf("adding workflowaction handlers: %w", err)
 	}
 	for name, inf := range map[string]cache.SharedIndexInformer{"pods": s.pods, "workflowtaskresults": s.results} {
-		if _, err := inf.AddEventHandler(owned); err != nil {
+		if _, err := inf.AddEventHandler(c.handler(name, owned)); err != nil {
 			return nil, fmt.Errorf("adding %s handlers: %w", name, err)
 		}
 	}
 	return s, nil
 }
 
+// listWatch lists and watches with selector, through the WrapListWatch seam.
+func (c *Controller) listWatch(resource, selector string, list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.ListerWatcher {
+	return c.wrapListWatch(resource, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return watchFn(ctx, o)
+		},
+	})
+}
+
+// wrapListWatch applies Options.WrapListWatch (informer faults on the watch: a stale store).
+func (c *Controller) wrapListWatch(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
+	if c.opts.WrapListWatch == nil {
+		return lw
+	}
+	return c.opts.WrapListWatch(resource, lw)
+}
+
+// handler applies Options.WrapHandler (informer faults on notification: handlers hear late).
+func (c *Controller) handler(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	if c.opts.WrapHandler == nil {
+		return h
+	}
+	return c.opts.WrapHandler(resource, h)
+}
+
 func (s *informerSet) start(stop <-chan struct{}) {
-	s.dynamicFactory.Start(stop)
-	s.kubeFactory.Start(stop)
-	for _, inf := range []cache.SharedIndexInformer{s.results, s.actions} {
+	for _, inf := range []cache.SharedIndexInformer{s.workflows, s.pods, s.results, s.actions} {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -188,8 +201,6 @@ func (s *informerSet) start(stop <-chan struct{}) {
 }
 
 func (s *informerSet) shutdown() {
-	s.dynamicFactory.Shutdown()
-	s.kubeFactory.Shutdown()
 	s.wg.Wait()
 }
 

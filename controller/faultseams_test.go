@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+// Every informer passes through both fault seams, and the controller still finishes workflows when its
+// workflow watch is reset, a pod event is dropped, task-result events come late and pod handlers hear late.
+func TestInformerFaultsReachEveryInformerAndWorkflowsStillComplete(t *testing.T) {
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "seams")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := faultinject.ParseRules(strings.NewReader(
+		"relist informer resource=workflows : 1*reset->off\n"+
+			"lose-pod informer resource=pods : 1*drop->off\n"+
+			"slow-results informer resource=workflowtaskresults : 2*delay(200ms)->off\n"+
+			"late-pods informer resource=pods : 3*notify-delay(200ms)->off\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := faultinject.NewInjector(rules, 7, nil)
+	defer in.Close()
+	var mu sync.Mutex
+	var wrapped, handled []string
+	ctrl, err := New(cp.Config(), Options{Namespace: ns, Workers: 4, StatusFinalizer: true, Registry: prometheus.NewRegistry(),
+		Logger: slog.New(slog.DiscardHandler),
+		WrapListWatch: func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
+			mu.Lock()
+			defer mu.Unlock()
+			wrapped = append(wrapped, resource)
+			return in.WrapListWatch(resource, lw)
+		},
+		WrapHandler: func(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+			mu.Lock()
+			defer mu.Unlock()
+			handled = append(handled, resource)
+			return in.WrapHandler(resource, h)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(wrapped)
+	slices.Sort(handled)
+	all := []string{"pods", "workflowactions", "workflows", "workflowtaskresults"}
+	if !slices.Equal(wrapped, all) || !slices.Equal(handled, all) {
+		t.Errorf("list-watch seam saw %v and handler seam %v, want each of %v once", wrapped, handled, all)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ctrl.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	node, err := simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns})
+	if err != nil {
+		cancel()
+		wg.Wait()
+		t.Fatal(err)
+	}
+	defer func() {
+		node.Stop()
+		cancel()
+		wg.Wait()
+	}()
+	h := &harness{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), ctrl: ctrl}
+	for i := range 3 {
+		h.submit(fmt.Sprintf(fanOut, fmt.Sprintf("faulted-%d", i)))
+	}
+	for i := range 3 {
+		if wf := h.waitCompleted(fmt.Sprintf("faulted-%d", i)); wf.Status.Phase != wfv1.WorkflowSucceeded {
+			t.Errorf("faulted-%d ended %s: %s", i, wf.Status.Phase, wf.Status.Message)
+		}
+	}
+	for _, rule := range []string{"relist", "lose-pod", "slow-results", "late-pods"} {
+		if err := in.WaitInjected(t.Context(), rule, 1); err != nil {
+			t.Error(err)
+		}
+	}
+}
