@@ -1,7 +1,14 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,4 +79,69 @@ func (c *Controller) forgetDeferred(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.wroteStatus(key)
 	}
+}
+
+// informationalDelay is how long the event from old to obj (old nil: an add) may wait before its workflow
+// is reconciled: the coalescing window for pod and result changes that decide nothing, 0 for those that
+// may (a pod ending or going away, a finalizer or label change, a result becoming complete).
+func (c *Controller) informationalDelay(old, obj any) time.Duration {
+	window := c.opts.StatusCoalesceWindow
+	if window <= 0 {
+		return 0
+	}
+	switch n := obj.(type) {
+	case *corev1.Pod:
+		o, _ := old.(*corev1.Pod)
+		if decisivePodChange(o, n) {
+			return 0
+		}
+		return window
+	case *wfv1.WorkflowTaskResult:
+		o, _ := old.(*wfv1.WorkflowTaskResult)
+		if n.Labels[common.LabelKeyReportOutputsCompleted] == "true" && (o == nil || o.Labels[common.LabelKeyReportOutputsCompleted] != "true") {
+			return 0
+		}
+		return window
+	}
+	return 0
+}
+
+func decisivePodChange(old, pod *corev1.Pod) bool {
+	terminal := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}
+	if old == nil {
+		return terminal(pod) || pod.DeletionTimestamp != nil
+	}
+	return terminal(pod) != terminal(old) ||
+		(pod.DeletionTimestamp == nil) != (old.DeletionTimestamp == nil) ||
+		!slices.Equal(pod.Finalizers, old.Finalizers) ||
+		!maps.Equal(pod.Labels, old.Labels) || !maps.Equal(pod.Annotations, old.Annotations)
+}
+
+// ownEcho reports whether a workflow update is the informer delivering our own last write, which needs
+// no pass: the pass that wrote it saw every input it records, and inputs since enqueue themselves. A pass
+// that skipped a stale copy meanwhile waits for this echo, so then it is not skipped.
+func (c *Controller) ownEcho(obj metav1.Object) bool {
+	if c.opts.StatusCoalesceWindow <= 0 {
+		return false
+	}
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if c.written[obj.GetUID()] != obj.GetResourceVersion() {
+		return false
+	}
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	if _, waiting := c.staleWaiters[key]; waiting {
+		delete(c.staleWaiters, key)
+		return false
+	}
+	return true
+}
+
+// awaitEcho notes that key skipped a stale copy and must be reconciled when our write reaches the cache.
+func (c *Controller) awaitEcho(key string) {
+	c.writtenMu.Lock()
+	c.staleWaiters[key] = struct{}{}
+	c.writtenMu.Unlock()
 }

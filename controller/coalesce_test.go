@@ -4,7 +4,12 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestOnlyChangesThatDecideNothingMayWaitForTheCoalescingWindow(t *testing.T) {
@@ -70,5 +75,67 @@ func TestTheWindowStartsAtTheFirstDeferredPassAndEndsWithAWrite(t *testing.T) {
 	off := &Controller{deferred: map[string]time.Time{}}
 	if got := off.coalesce("ns/wf", t0); got != 0 {
 		t.Fatalf("a zero window writes every pass: got %s", got)
+	}
+}
+
+func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *testing.T) {
+	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}}
+	pod := func(phase corev1.PodPhase, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"workflows.argoproj.io/status"}}, Status: corev1.PodStatus{Phase: phase}}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	result := func(completed string) *wfv1.WorkflowTaskResult {
+		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{common.LabelKeyReportOutputsCompleted: completed}}}
+	}
+	now := metav1.Now()
+	cases := []struct {
+		sentence string
+		old, obj any
+		want     time.Duration
+	}{
+		{"a pod created Pending waits", nil, pod(corev1.PodPending), time.Second},
+		{"a pod going Running waits", pod(corev1.PodPending), pod(corev1.PodRunning), time.Second},
+		{"a running pod's container status change waits", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.Status.PodIP = "1.2.3.4" }), time.Second},
+		{"a pod that succeeds is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodSucceeded), 0},
+		{"a pod that fails is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodFailed), 0},
+		{"a pod being deleted is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), 0},
+		{"a pod losing its finalizer is reconciled at once", pod(corev1.PodSucceeded), pod(corev1.PodSucceeded, func(p *corev1.Pod) { p.Finalizers = nil }), 0},
+		{"a terminal pod first seen (relist) is reconciled at once", nil, pod(corev1.PodSucceeded), 0},
+		{"a result placeholder waits", nil, result("false"), time.Second},
+		{"outputs before completion wait", result("false"), result("false"), time.Second},
+		{"a result becoming complete is reconciled at once", result("false"), result("true"), 0},
+		{"a result first seen complete is reconciled at once", nil, result("true"), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			if got := c.informationalDelay(tc.old, tc.obj); got != tc.want {
+				t.Errorf("delay = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if got := (&Controller{}).informationalDelay(nil, pod(corev1.PodPending)); got != 0 {
+		t.Errorf("with no window every event is reconciled at once, got %s", got)
+	}
+}
+
+func TestTheEchoOfOurOwnWriteIsSkippedUnlessAPassWaitsForIt(t *testing.T) {
+	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}, written: map[types.UID]string{"u": "7"}, staleWaiters: map[string]struct{}{}}
+	wf := &metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: "u", ResourceVersion: "7"}
+	if !c.ownEcho(wf) {
+		t.Fatal("our own write's echo should need no pass")
+	}
+	other := &metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: "u", ResourceVersion: "8"}
+	if c.ownEcho(other) {
+		t.Fatal("someone else's write must be reconciled")
+	}
+	c.awaitEcho("ns/wf")
+	if c.ownEcho(wf) {
+		t.Fatal("a pass that skipped a stale copy waits for the echo: it must be reconciled")
+	}
+	if !c.ownEcho(wf) {
+		t.Fatal("the wait is used up by one echo")
 	}
 }

@@ -133,6 +133,8 @@ type Controller struct {
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
 	written   map[types.UID]string
+	// staleWaiters are keys whose last pass skipped a stale copy: our write's echo must reconcile them.
+	staleWaiters map[string]struct{}
 
 	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
 	deferredMu sync.Mutex
@@ -168,7 +170,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.Registry = prometheus.NewRegistry()
 	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
-		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}}
+		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
@@ -115,7 +116,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	if _, err := s.workflows.AddEventHandler(c.handler("workflows", cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueObject(obj) },
 		UpdateFunc: func(old, obj any) {
-			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() && !c.ownEcho(n) {
 				c.enqueueObject(obj)
 			}
 		},
@@ -128,11 +129,11 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		return nil, fmt.Errorf("adding workflow handlers: %w", err)
 	}
 	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueOwner(obj) },
+		AddFunc: func(obj any) { c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj)) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
 				c.observeReleased(obj)
-				c.enqueueOwner(obj)
+				c.enqueueOwnerAfter(obj, c.informationalDelay(old, obj))
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -215,6 +216,19 @@ func (c *Controller) enqueueObject(obj any) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// enqueueOwnerAfter enqueues the owner after delay (0: at once).
+func (c *Controller) enqueueOwnerAfter(obj any, delay time.Duration) {
+	if delay <= 0 {
+		c.enqueueOwner(obj)
+		return
+	}
+	if o, err := meta.Accessor(obj); err == nil {
+		if key := workflowKeyOf(o); key != "" {
+			c.queue.AddAfter(key, delay)
+		}
+	}
 }
 
 // enqueueOwner enqueues the workflow a pod or task result belongs to, without delay: the queue coalesces.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,6 +230,32 @@ func (r *running) counter(name string) float64 {
 		}
 	}
 	return sum
+}
+
+// counters returns every wfguard counter of the controller by name and labels, for the report.
+func (r *running) counters() map[string]float64 {
+	out := map[string]float64{}
+	families, err := r.registry.Gather()
+	if err != nil {
+		return out
+	}
+	for _, f := range families {
+		if f.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			if len(labels) > 0 {
+				key += "{" + strings.Join(labels, ",") + "}"
+			}
+			out[key] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 func metricValue(m *dto.Metric) float64 {

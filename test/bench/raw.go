@@ -51,7 +51,8 @@ func (e *env) rawRun(ctx context.Context, n, m int) (RunStats, error) {
 	}
 	elapsed := time.Since(begin)
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
-		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n)}, nil
+		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
+		HopLatency: summarize(obs.schedulingLatencies(predecessor))}, nil
 }
 
 func rawWorkflow(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, obs *observer, wf *wfv1.Workflow) error {

@@ -193,6 +193,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  controller %.2f s  %.2f workflows/s  %.1f pods/s  %.2f writes/pod\n", t.Controller.Seconds, t.Controller.WorkflowsPerSec, t.Controller.PodsPerSec, t.Controller.WritesPerPod)
 		fmt.Fprintf(w, "  raw client %.2f s  %.2f workflows/s  %.1f pods/s  %.2f writes/pod\n", t.Raw.Seconds, t.Raw.WorkflowsPerSec, t.Raw.PodsPerSec, t.Raw.WritesPerPod)
 		fmt.Fprintf(w, "  ratio %.0f%%, direct task-result reads %.0f\n", 100*t.Ratio, t.DirectReads)
+		fmt.Fprintf(w, "  hop latency under load (p50/p99): controller %.1f/%.1f ms, raw client %.1f/%.1f ms\n",
+			t.Controller.HopLatency.P50Ms, t.Controller.HopLatency.P99Ms, t.Raw.HopLatency.P50Ms, t.Raw.HopLatency.P99Ms)
 		fmt.Fprintf(w, "  controller API calls (per pod / per workflow):\n")
 		for _, c := range t.Controller.Calls {
 			fmt.Fprintf(w, "    %-40s %6d  %6.2f  %6.2f\n", c.Call, c.Total, c.PerPod, c.PerWorkflow)

@@ -19,6 +19,10 @@ type RunStats struct {
 	PodsPerSec      float64   `json:"podsPerSec"`
 	WritesPerPod    float64   `json:"writesPerPod"`
 	Calls           []APICall `json:"calls"`
+	// HopLatency is predecessor done → successor pod created, under this run's load.
+	HopLatency Latencies `json:"hopLatency"`
+	// Counters are the controller's own counters at the end of the run (none for the raw client).
+	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
 // ThroughputResult compares the controller with a raw client doing the minimum writes for the same work.
@@ -94,7 +98,8 @@ func (e *env) controllerRun(ctx context.Context, prefix string, n, m int, delay 
 		return RunStats{}, 0, "", err
 	}
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
-		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n)}, r.counter("wfguard_taskresult_direct_reads_total"), ns, nil
+		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
+		HopLatency: summarize(obs.schedulingLatencies(predecessor)), Counters: r.counters()}, r.counter("wfguard_taskresult_direct_reads_total"), ns, nil
 }
 
 // createAll creates the workflows with a few concurrent clients, as users submitting at once.

@@ -2,12 +2,14 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/test/simnode"
@@ -29,13 +31,21 @@ func TestAChangeThatDecidesNothingWaitsForTheWindowButCompletionIsWrittenAtOnce(
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var pod corev1.Pod
+	touches := 0
 	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning {
 			return false, nil
 		}
 		pod = pods.Items[0]
-		return e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1, nil
+		if e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1 {
+			return true, nil
+		}
+		// The pod's own events wait for the window too; a metadata change makes the controller look now.
+		touches++
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.wfguard.io/touch":"%d"}}}`, touches)
+		_, err = e.argo.ArgoprojV1alpha1().Workflows(e.ns).Patch(ctx, wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return false, err
 	}); err != nil {
 		t.Fatalf("the pod never ran with a deferred pass: %v", err)
 	}
