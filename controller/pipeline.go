@@ -85,7 +85,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err := errors.Join(actErr, c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
 		return 0, err
 	}
-	gcAfter, err := c.collectPods(ctx, p.WF, p.Pods)
+	gcAfter, err := c.collectAndExpire(ctx, p.WF, p.Pods)
 	if err != nil {
 		return 0, err
 	}
@@ -214,10 +214,6 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	u := obj.(*unstructured.Unstructured)
 	if c.isStale(u) {
-		c.awaitEcho(key)
-		if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
-			c.queue.Add(key) // the echo arrived before we noted we wait for it
-		}
 		c.metrics.staleSkips.Inc()
 		c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
 		return nil, staleRequeue, nil
@@ -236,7 +232,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 		if err := errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, pods)); err != nil {
 			return nil, 0, err
 		}
-		gcAfter, err := c.collectPods(ctx, wf, pods) // podGC resumes here after a restart
+		gcAfter, err := c.collectAndExpire(ctx, wf, pods) // podGC and ttlStrategy resume here after a restart
 		return nil, gcAfter, err
 	}
 	loaded, err := extstatus.ToUnstructured(wf, ext)

@@ -19,9 +19,6 @@ func unsupported(wf *wfv1.Workflow) error {
 			add("spec.hooks.%s", name)
 		}
 	}
-	if s.TTLStrategy != nil {
-		add("spec.ttlStrategy")
-	}
 	if s.Synchronization != nil {
 		add("spec.synchronization")
 	}
