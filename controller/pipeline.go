@@ -214,6 +214,10 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	u := obj.(*unstructured.Unstructured)
 	if c.isStale(u) {
+		c.awaitEcho(key)
+		if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
+			c.queue.Add(key) // the echo arrived before we noted we wait for it
+		}
 		c.metrics.staleSkips.Inc()
 		c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
 		return nil, staleRequeue, nil
