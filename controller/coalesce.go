@@ -119,9 +119,9 @@ func decisivePodChange(old, pod *corev1.Pod) bool {
 		!maps.Equal(pod.Labels, old.Labels) || !maps.Equal(pod.Annotations, old.Annotations)
 }
 
-// ownEcho reports whether a workflow update is the informer delivering our own last write, which needs
-// no pass: the pass that wrote it saw every input it records, and inputs since enqueue themselves. A pass
-// that skipped a stale copy meanwhile waits for this echo, so then it is not skipped.
+// ownEcho reports whether a workflow update is the informer delivering our own last write, which needs no
+// immediate pass: the pass that wrote it saw every input it records, and inputs since enqueue themselves. A
+// pass that skipped a stale copy meanwhile waits for this echo, so then it is reconciled at once.
 func (c *Controller) ownEcho(obj metav1.Object) bool {
 	if c.opts.StatusCoalesceWindow <= 0 {
 		return false
