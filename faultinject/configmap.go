@@ -105,7 +105,7 @@ func (s *ConfigMapSource) Run(ctx context.Context, in *Injector) error {
 			return
 		}
 		in.SetRules(rules)
-		LogRules(log, "FAULT INJECTION RULES REPLACED", fmt.Sprintf("configmap %s/%s", s.Namespace, s.Name), rules)
+		LogRules(log, "FAULT INJECTION RULES REPLACED", rules, "source", "configmap "+s.Namespace+"/"+s.Name)
 	}
 	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    apply,
@@ -125,9 +125,9 @@ func (s *ConfigMapSource) Run(ctx context.Context, in *Injector) error {
 	return nil
 }
 
-// LogRules writes the loud line that lists active fault rules: one Warn per rule after a headline.
-func LogRules(log *slog.Logger, headline, source string, rules []*Rule) {
-	log.Warn(headline, "source", source, "rules", len(rules))
+// LogRules writes the loud lines that list active fault rules: a headline with attrs, then one per rule.
+func LogRules(log *slog.Logger, headline string, rules []*Rule, attrs ...any) {
+	log.Warn(headline, append([]any{"rules", len(rules)}, attrs...)...)
 	for _, r := range rules {
 		log.Warn("FAULT RULE ACTIVE", "rule", r.Name, "site", r.Site, "line", r.Line, "text", r.Text)
 	}

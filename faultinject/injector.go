@@ -14,6 +14,12 @@ import (
 // workflowLabel ties pods and task results to their workflow (argo's workflows.argoproj.io/workflow).
 const workflowLabel = "workflows.argoproj.io/workflow"
 
+// ReasonFaultInjected is the Warning Event the binary records on a workflow a fault was injected into.
+const ReasonFaultInjected = "FaultInjected"
+
+// maxJournal bounds the journal of a long staging run: past it the oldest half is forgotten (counts stay).
+const maxJournal = 100000
+
 // maxEventedPairs bounds the memory of which (rule, workflow) pairs already got their event.
 const maxEventedPairs = 10000
 
@@ -43,8 +49,9 @@ type Injector struct {
 	rules      []*Rule
 	namespaces map[string]bool // nil: every namespace
 	journal    []Injection
-	journalled chan struct{} // closed and replaced on every injection (WaitInjected)
-	changed    chan struct{} // closed and replaced when the rules are replaced (releases pauses)
+	fired      map[string]int // injections per rule, never trimmed
+	journalled chan struct{}  // closed and replaced on every injection (WaitInjected)
+	changed    chan struct{}  // closed and replaced when the rules are replaced (releases pauses)
 	metrics    *metrics
 	onWorkflow func(Injection) // the FaultInjected event, once per (rule, workflow)
 	evented    map[string]struct{}
@@ -57,13 +64,13 @@ func NewInjector(rules []*Rule, seed uint64, clk clock.Clock) *Injector {
 		clk = clock.RealClock{}
 	}
 	return &Injector{rules: rules, clock: clk, seed: seed, rnd: rand.New(rand.NewPCG(seed, seed^0xfa17)),
-		done: make(chan struct{}), journalled: make(chan struct{}), changed: make(chan struct{}), evented: map[string]struct{}{}}
+		done: make(chan struct{}), fired: map[string]int{}, journalled: make(chan struct{}), changed: make(chan struct{}), evented: map[string]struct{}{}}
 }
 
 // Seed is the random seed in use.
 func (in *Injector) Seed() uint64 { return in.seed }
 
-// Journal returns the injections so far, in order.
+// Journal returns the injections so far, in order (the most recent ones past maxJournal).
 func (in *Injector) Journal() []Injection {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -142,12 +149,7 @@ func (in *Injector) Close() {
 func (in *Injector) WaitInjected(ctx context.Context, rule string, n int) error {
 	for {
 		in.mu.Lock()
-		got := 0
-		for _, j := range in.journal {
-			if rule == "" || j.Rule == rule {
-				got++
-			}
-		}
+		got := in.fired[rule]
 		ch := in.journalled
 		in.mu.Unlock()
 		if got >= n {
@@ -186,7 +188,12 @@ func (in *Injector) decide(site, stage string, call map[string]string, workflow 
 		if workflow != nil {
 			inj.Workflow = workflow()
 		}
+		if len(in.journal) >= maxJournal {
+			in.journal = append([]Injection(nil), in.journal[maxJournal/2:]...)
+		}
 		in.journal = append(in.journal, inj)
+		in.fired[r.Name]++
+		in.fired[""]++
 		close(in.journalled)
 		in.journalled = make(chan struct{})
 		in.metrics.injected(inj)

@@ -78,6 +78,8 @@ type Rule struct {
 	Line int
 	Text string
 
+	termCols []int // column of each term, for refusals by policy
+
 	mu       sync.Mutex
 	term     int
 	used     int
@@ -270,6 +272,11 @@ func parseRule(raw string, line int, now time.Time) (*Rule, error) {
 		return nil, bad(tail[0].col, "%v", err)
 	}
 	rule.Terms = terms
+	off := 0
+	for _, raw := range strings.Split(tail[0].text, "->") {
+		rule.termCols = append(rule.termCols, tail[0].col+off)
+		off += len(raw) + len("->")
+	}
 	if err := checkSiteTerms(rule); err != nil {
 		return nil, bad(tail[0].col, "%v", err)
 	}
@@ -364,9 +371,11 @@ func (p Policy) Check(rules []*Rule) error {
 			return &PositionError{Line: r.Line, Col: len(r.Text) + 1,
 				Msg: fmt.Sprintf("rule %s never expires: add for=DURATION or max=N", r.Name)}
 		}
-		if !p.AllowCrash && r.hasAction(ActionCrash) {
-			return &PositionError{Line: r.Line, Col: strings.Index(r.Text, ":") + 2,
-				Msg: fmt.Sprintf("rule %s crashes the process: refused without --allow-fault-crash", r.Name)}
+		for i, t := range r.Terms {
+			if !p.AllowCrash && t.Action.Kind == ActionCrash {
+				return &PositionError{Line: r.Line, Col: r.termCols[i],
+					Msg: fmt.Sprintf("rule %s crashes the process: refused without --allow-fault-crash", r.Name)}
+			}
 		}
 	}
 	return nil

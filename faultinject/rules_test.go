@@ -126,11 +126,11 @@ func TestThePolicyRefusesRulesThatNeverExpireOrCrash(t *testing.T) {
 	if err := (Policy{}).Check(rules); err != nil {
 		t.Errorf("without RequireExpiry (tests) the rules pass: %v", err)
 	}
-	crash, err := ParseRules(strings.NewReader("boom point name=after-workflow-persist : 1*crash max=1"), time.Now())
+	crash, err := ParseRules(strings.NewReader("boom point name=after-workflow-persist : 1*delay(1s)->1*crash max=1"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (Policy{RequireExpiry: true}).Check(crash); !errors.As(err, &pe) || pe.Line != 1 || !strings.Contains(pe.Msg, "--allow-fault-crash") {
+	if err := (Policy{RequireExpiry: true}).Check(crash); !errors.As(err, &pe) || pe.Line != 1 || pe.Col != 55 || !strings.Contains(pe.Msg, "--allow-fault-crash") {
 		t.Errorf("err = %v, want the crash refused without the allow", err)
 	}
 	if err := (Policy{RequireExpiry: true, AllowCrash: true}).Check(crash); err != nil {

@@ -22,14 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
-	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -52,11 +50,9 @@ type controllerFlags struct {
 	taskResultTimeout  time.Duration
 	orphanSweep        time.Duration
 	actionTTL          time.Duration
-	faultRules         string
-	faultSeed          uint64
-	allowFaults        bool
 	logFormat          string
 	logLevel           string
+	faultFlags
 }
 
 func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, error) {
@@ -84,9 +80,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.DurationVar(&f.coalesceWindow, "status-coalesce-window", time.Second,
 		"how long a status change that decides nothing (pod host, exit code, Pending→Running) may wait to share a later write (0 writes every change at once)")
 	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
-	fs.StringVar(&f.faultRules, "fault-rules", os.Getenv("WFGUARD_FAULT_RULES"), "file of fault-injection rules (chaos testing; needs --allow-fault-injection)")
-	fs.Uint64Var(&f.faultSeed, "fault-seed", uint64(time.Now().UnixNano()), "seed for percentage fault terms (logged at start)")
-	fs.BoolVar(&f.allowFaults, "allow-fault-injection", false, "allow --fault-rules: injected faults break things on purpose; never set it in production")
+	registerFaultFlags(fs, &f.faultFlags)
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -98,8 +92,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	if f.workers < 1 {
 		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
 	}
-	if f.faultRules != "" && !f.allowFaults {
-		return nil, fmt.Errorf("--fault-rules %s given without --allow-fault-injection: refusing to inject faults", f.faultRules)
+	if err := f.faultFlags.check(); err != nil {
+		return nil, err
 	}
 	if f.coalesceWindow < 0 {
 		return nil, fmt.Errorf("--status-coalesce-window must not be negative, got %s", f.coalesceWindow)
@@ -201,24 +195,26 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 			return fmt.Errorf("--namespaced needs --managed-namespace or $NAMESPACE")
 		}
 	}
-	wrapListWatch, err := installFaults(f, config, log)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	faults, err := startFaults(ctx, &f.faultFlags, config, registry, log, os.Exit)
 	if err != nil {
 		return err
 	}
+	defer faults.stop()
 	argo, err := versioned.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("building the argo client: %w", err)
 	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ctrl, err := controller.New(config, controller.Options{
+	opts := controller.Options{
 		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
-		WrapListWatch:        wrapListWatch,
 		Logger:               log, Registry: registry,
-	})
+	}
+	faults.apply(&opts)
+	ctrl, err := controller.New(config, opts)
 	if err != nil {
 		return err
 	}
@@ -335,25 +331,4 @@ func shutdownServers(servers []*http.Server, log *slog.Logger) {
 			log.Warn("shutting down http server", "err", err)
 		}
 	}
-}
-
-// installFaults loads --fault-rules (allowed explicitly): API rules wrap the client transport, informer rules
-// delay the named informers' watch events.
-func installFaults(f *controllerFlags, config *rest.Config, log *slog.Logger) (func(string, cache.ListerWatcher) cache.ListerWatcher, error) {
-	if f.faultRules == "" {
-		return nil, nil
-	}
-	file, err := os.Open(f.faultRules)
-	if err != nil {
-		return nil, fmt.Errorf("reading fault rules: %w", err)
-	}
-	defer file.Close()
-	rules, err := faultinject.ParseRules(file, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	injector := faultinject.NewInjector(rules, f.faultSeed, nil)
-	config.Wrap(injector.WrapTransport)
-	log.Warn("FAULT INJECTION ENABLED", "rules", f.faultRules, "count", len(rules), "seed", f.faultSeed)
-	return injector.WrapListWatch, nil
 }

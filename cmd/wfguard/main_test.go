@@ -52,7 +52,6 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"a bad log format is named", []string{"controller", "--log-format=xml"}, 2, `--log-format must be json or text, got "xml"`},
 		{"zero workers are refused", []string{"controller", "--workflow-workers=0"}, 2, "--workflow-workers must be at least 1"},
 		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
-		{"fault rules need an explicit allow", []string{"controller", "--fault-rules=/tmp/x"}, 2, "without --allow-fault-injection"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,8 +308,8 @@ func TestTheBinaryRunsCorrectlyUnderInjectedFaults(t *testing.T) {
 	}
 	rules := t.TempDir() + "/rules"
 	// Pod creates fail twice with a real 500, and result watch events arrive 30s late (the seed scenario).
-	if err := os.WriteFile(rules, []byte("pods-500 api verb=create resource=pods : 2*error(500)->off\n"+
-		"slow-results informer resource=workflowtaskresults : delay(30s)\n"), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte("pods-500 api verb=create resource=pods : 2*error(500)->off for=10m\n"+
+		"slow-results informer resource=workflowtaskresults : delay(30s) for=10m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns,
@@ -319,7 +318,7 @@ func TestTheBinaryRunsCorrectlyUnderInjectedFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Stop()
-	proc := startController(t, "faulty", ns, "--fault-rules="+rules, "--allow-fault-injection", "--fault-seed=7")
+	proc := startController(t, "faulty", ns, "--fault-rules="+rules, "--fault-injection=enabled", "--fault-namespaces="+ns, "--fault-seed=7")
 	argo := versioned.NewForConfigOrDie(cp.Config())
 	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "under-fire"}, Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{
 		Name: "main", Container: containerSpec(),
@@ -341,9 +340,41 @@ func TestTheBinaryRunsCorrectlyUnderInjectedFaults(t *testing.T) {
 	if n.Outputs == nil || len(n.Outputs.Parameters) != 1 || n.Outputs.Parameters[0].Value.String() != "v1" {
 		t.Errorf("outputs = %v, want out=v1", n.Outputs)
 	}
-	for _, want := range []string{"FAULT INJECTION ENABLED", `"seed":7`, "injected fault: 500"} {
+	for _, want := range []string{"FAULT INJECTION ENABLED", `"seed":7`, "injected fault: 500", `"msg":"FAULT RULE ACTIVE","rule":"slow-results"`} {
 		if !strings.Contains(proc.out.String(), want) {
 			t.Errorf("the controller log lacks %q", want)
 		}
 	}
+	metrics := proc.metrics(t)
+	for _, want := range []string{`wfguard_faultinject_injections_total{action="error",rule="pods-500",site="api"} 2`,
+		`wfguard_faultinject_injections_total{action="delay",rule="slow-results",site="informer"}`, "wfguard_faultinject_active_rules 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// One Warning per rule and workflow, however often the rule fired on it.
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	waitUntil(t, "FaultInjected Events were recorded on the workflow", 30*time.Second, func() bool {
+		evs, err := kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Workflow,involvedObject.name=under-fire,reason=FaultInjected"})
+		if err != nil || len(evs.Items) != 2 {
+			return false
+		}
+		for _, ev := range evs.Items {
+			if ev.Type != corev1.EventTypeWarning || ev.Count != 1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (p *controllerProcess) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.metricsPort) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
