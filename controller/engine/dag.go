@@ -65,6 +65,17 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 					}
 				})
 			}
+			for _, dep := range deps {
+				if !ready {
+					break
+				}
+				// A dependency is done once its exit handler is (argo's hooks-fulfilled rule).
+				done, err := e.taskHooksDone(ctx, p, node, tasks[dep], sc)
+				if err != nil {
+					return e.hookError(p, node, dep, err)
+				}
+				ready = done
+			}
 			if !ready {
 				continue
 			}
@@ -134,7 +145,60 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 			}
 		}
 	}
+	sc := e.dagScope(p, node, tmpl)
+	for i := range tmpl.DAG.Tasks {
+		// The DAG ends once every task's exit handler has, leaves included.
+		done, err := e.taskHooksDone(ctx, p, node, &tmpl.DAG.Tasks[i], sc)
+		if err != nil {
+			return e.hookError(p, node, tmpl.DAG.Tasks[i].Name, err)
+		}
+		if !done && fulfilled(p.node(node.Name+"."+tmpl.DAG.Tasks[i].Name)) {
+			return p.node(node.Name), nil
+		}
+	}
 	return e.assessDAG(p, node.Name, tmpl, exprs, globals)
+}
+
+// taskHooksDone reports whether a task is fulfilled and done with its exit handler (each iteration's, for
+// a loop), starting the handler when due.
+func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeStatus, task *wfv1.DAGTask, sc scope) (bool, error) {
+	if task == nil {
+		return false, nil
+	}
+	n := p.node(dagNode.Name + "." + task.Name)
+	if !fulfilled(n) {
+		return false, nil
+	}
+	hook := taskExitHook(p, task)
+	if hook == nil {
+		return true, nil
+	}
+	if n.Type != wfv1.NodeTypeTaskGroup {
+		return e.exitHookDone(ctx, p, hook, n, dagNode.ID, "tasks."+task.Name, sc)
+	}
+	all := true
+	for _, id := range n.Children {
+		iteration := p.nodeByID(id)
+		if iteration == nil || iteration.NodeFlag != nil && iteration.NodeFlag.Hooked {
+			continue
+		}
+		done, err := e.exitHookDone(ctx, p, hook, iteration, dagNode.ID, "tasks."+task.Name, sc)
+		if err != nil {
+			return false, err
+		}
+		all = all && done
+	}
+	return all, nil
+}
+
+// hookError handles a failed exit handler of task: a transient API error retries the pass; anything else
+// errors the DAG, naming the handler.
+func (e *Engine) hookError(p *Pass, dagNode *wfv1.NodeStatus, task string, err error) (*wfv1.NodeStatus, error) {
+	var api *apiError
+	if errors.As(err, &api) {
+		return nil, err
+	}
+	return p.markPhase(p.node(dagNode.Name), wfv1.NodeError, fmt.Sprintf("task '%s.%s.onExit' errored: %v", dagNode.Name, task, err)), nil
 }
 
 // assessDAG completes the DAG node once every task is fulfilled, from the branch phases of its target tasks

@@ -182,6 +182,25 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 			allFulfilled = false
 		}
 	}
+	// A step is done once its exit handler (onExit / hooks.exit) is: the next group waits for it.
+	for _, run := range runs {
+		child := p.node(sg.Name + "." + run.name)
+		if child == nil {
+			continue
+		}
+		done, err := e.exitHookDone(ctx, p, stepExitHook(p, run.resolved), child, boundaryID, "steps."+run.step.Name, sc)
+		if err != nil {
+			var api *apiError
+			if errors.As(err, &api) {
+				return err
+			}
+			p.markPhase(p.node(sg.Name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", child.Name+".onExit", err))
+			return nil
+		}
+		if !done {
+			allFulfilled = false
+		}
+	}
 	if !allFulfilled {
 		return nil
 	}

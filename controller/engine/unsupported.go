@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -58,7 +59,7 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	}
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {
-			if d := inlineOrHook(step.Inline, step.OnExit, step.Hooks); d != "" {
+			if d := inlineOrHook(step.Inline, step.Hooks); d != "" {
 				add("step %s: %s", step.Name, d)
 			}
 		}
@@ -68,7 +69,7 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 			add("dag.target")
 		}
 		for _, task := range t.DAG.Tasks {
-			if d := inlineOrHook(task.Inline, task.OnExit, task.Hooks); d != "" {
+			if d := inlineOrHook(task.Inline, task.Hooks); d != "" {
 				add("task %s: %s", task.Name, d)
 			}
 		}
@@ -76,14 +77,17 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	return found
 }
 
-func inlineOrHook(inline *wfv1.Template, onExit string, hooks wfv1.LifecycleHooks) string {
-	switch {
-	case inline != nil:
+// inlineOrHook names an inline template or a lifecycle hook other than exit (onExit and hooks.exit run).
+func inlineOrHook(inline *wfv1.Template, hooks wfv1.LifecycleHooks) string {
+	if inline != nil {
 		return "inline templates"
-	case onExit != "":
-		return "onExit"
-	case len(hooks) > 0:
-		return "hooks"
 	}
-	return ""
+	var names []string
+	for name := range hooks {
+		if name != wfv1.ExitLifecycleEvent {
+			names = append(names, "hooks."+string(name))
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
