@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
@@ -84,19 +83,13 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 		t.Fatalf("the generated rules do not parse: %v\n%s", err, rulesText)
 	}
 	injector := faultinject.NewInjector(rules, seed, nil)
+	defer injector.Close()
 	points := faultinject.NewPoints()
-	resultDelay := time.Duration(rnd.IntN(1500)) * time.Millisecond
 	coalesce := []time.Duration{0, time.Second}[rnd.IntN(2)]
-	t.Logf("faults: task-result watch delay %s, status coalesce window %s, API rules:\n%s", resultDelay, coalesce, rulesText)
+	t.Logf("faults: status coalesce window %s, rules:\n%s", coalesce, rulesText)
 	loop := startControllerLoop(t, ctx, config, injector, controller.Options{Namespace: ns, Workers: 8, StatusFinalizer: true,
 		TaskResultTimeout: 4 * time.Second, OrphanSweepInterval: 2 * time.Second, StatusCoalesceWindow: coalesce, Points: points,
-		Validate: controller.ArgoValidator(argo),
-		WrapListWatch: func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
-			if resource == "workflowtaskresults" && resultDelay > 0 {
-				return faultinject.DelayWatchEvents(lw, resultDelay, nil)
-			}
-			return lw
-		}})
+		Validate: controller.ArgoValidator(argo), WrapListWatch: injector.WrapListWatch, WrapHandler: injector.WrapHandler})
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -188,15 +181,30 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	}
 }
 
-// faultRules draws the API fault rates of a run from the seed. Every rule is limited to the test's namespace.
+// faultRules draws the run's faults from the seed, every rule limited to the test's namespace: API errors
+// and latency; per resource, watch events late (a stale store), dropped then a forced relist, or heard late
+// by the handlers (a fresh store, late notification).
 func faultRules(rnd *rand.Rand, ns string) string {
 	pct := func(lo, hi int) int { return lo + rnd.IntN(hi-lo+1) }
-	return fmt.Sprintf(`pods-create-500   api verb=create resource=pods namespace=%[1]s : %[2]d%%error(500)
+	var b strings.Builder
+	fmt.Fprintf(&b, `pods-create-500   api verb=create resource=pods namespace=%[1]s : %[2]d%%error(500)
 workflow-409      api verb=update resource=workflows namespace=%[1]s : %[3]d%%error(409)
 pods-patch-429    api verb=patch resource=pods namespace=%[1]s : %[4]d%%error(429,50ms)
 results-get-503   api verb=get resource=workflowtaskresults namespace=%[1]s : %[5]d%%error(503)
 slow-calls        api namespace=%[1]s : %[6]d%%delay(100ms)
 `, ns, pct(2, 8), pct(2, 8), pct(2, 8), pct(5, 20), pct(1, 5))
+	for _, resource := range []string{"workflowtaskresults", "pods", "workflows"} {
+		// Each resource gets one informer fault: which one, and when, is the seed's choice.
+		switch rnd.IntN(4) {
+		case 0:
+			fmt.Fprintf(&b, "%s-stale informer resource=%s namespace=%s : delay(%dms)\n", resource, resource, ns, pct(200, 1500))
+		case 1:
+			fmt.Fprintf(&b, "%s-drop informer resource=%s namespace=%s : %d*off->%d*drop->reset->off\n", resource, resource, ns, pct(20, 200), pct(1, 5))
+		case 2:
+			fmt.Fprintf(&b, "%s-late informer resource=%s namespace=%s : %d%%notify-delay(%dms)\n", resource, resource, ns, pct(5, 30), pct(100, 800))
+		}
+	}
+	return b.String()
 }
 
 // controllerLoop runs the controller and starts a new one whenever a crash point kills it, as a
