@@ -40,19 +40,20 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		return phase, nil
 	}
 	// Tasks that become fulfilled within this pass (skipped, omitted, errored) unblock others at once.
+	completions := 0 // tasks fulfilled during this pass
+	advance := func() { completions++ }
 	for progressed := true; progressed; {
-		progressed = false
-		sc := e.dagScope(p, node, tmpl)
-		fulfilledAtScope := countFulfilled(p, node.Name, tmpl)
+		before := completions
+		sc, scopeAt := e.dagScope(p, node, tmpl), completions
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
 			existing := taskNode(t.Name)
 			if fulfilled(existing) {
 				continue
 			}
-			if n := countFulfilled(p, node.Name, tmpl); n != fulfilledAtScope {
-				// A task (a nested steps or DAG) completed earlier in this loop: its outputs join the scope.
-				sc, fulfilledAtScope = e.dagScope(p, node, tmpl), n
+			if completions != scopeAt {
+				// A task (e.g. a nested steps or DAG) completed earlier in this loop: its outputs join the scope.
+				sc, scopeAt = e.dagScope(p, node, tmpl), completions
 			}
 			expr := exprs[t.Name]
 			var deps []string
@@ -94,7 +95,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				omitted := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeOmitted, "omitted: depends condition not met")
 				link(omitted.ID)
 				p.Events = append(p.Events, nodeEvent(omitted))
-				progressed = true
+				advance()
 				continue
 			}
 			resolved, err := resolveJSON(&t, globals, sc)
@@ -102,7 +103,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, link, string(tmplJSON)); err != nil {
 					return nil, err
 				}
-				progressed = progressed || fulfilled(p.node(name))
+				if fulfilled(p.node(name)) {
+					advance()
+				}
 				continue
 			}
 			var proceed bool
@@ -117,7 +120,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				} else {
 					p.markPhase(existing, wfv1.NodeError, err.Error())
 				}
-				progressed = fulfilled(p.node(name))
+				if fulfilled(p.node(name)) {
+					advance()
+				}
 				continue
 			}
 			if existing == nil && !proceed {
@@ -125,7 +130,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 					fmt.Sprintf("when '%s' evaluated false", resolved.When))
 				link(skipped.ID)
 				p.Events = append(p.Events, nodeEvent(skipped))
-				progressed = true
+				advance()
 				continue
 			}
 			child, err := e.executeTemplate(ctx, p, name, t.Name, templateCall{resolved.Template, resolved.TemplateRef}, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
@@ -134,16 +139,24 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				if errors.As(err, &api) {
 					return nil, err
 				}
-				return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err)), nil
+				if child == nil {
+					return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err)), nil
+				}
+				// The task's own node records why (e.g. its WorkflowTemplate is gone), as argo does.
+				link(child.ID)
+				p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err))
+				advance()
+				continue
 			}
 			if child == nil {
 				continue
 			}
 			link(child.ID)
 			if fulfilled(p.node(name)) {
-				progressed = true
+				advance()
 			}
 		}
+		progressed = completions != before
 	}
 	sc := e.dagScope(p, node, tmpl)
 	for i := range tmpl.DAG.Tasks {
@@ -300,17 +313,6 @@ func (e *Engine) dagPhase(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template
 		}
 	}
 	return result
-}
-
-// countFulfilled counts the DAG's fulfilled tasks.
-func countFulfilled(p *Pass, dagName string, tmpl *wfv1.Template) int {
-	count := 0
-	for _, t := range tmpl.DAG.Tasks {
-		if fulfilled(p.node(dagName + "." + t.Name)) {
-			count++
-		}
-	}
-	return count
 }
 
 // targetTasks is dag.target, else every task no other task depends on.

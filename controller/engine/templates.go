@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -345,9 +344,3 @@ func (p *Pass) useExecSpec() func() {
 // startTimeout bounds reading a WorkflowTemplate while a workflow starts (the start phase has no context
 // of its own).
 const startTimeout = 10 * time.Second
-
-// isTransient reports a read failure worth retrying rather than failing the workflow.
-func isTransient(err error) bool {
-	var api *apiError
-	return errors.As(err, &api) || retryable(err)
-}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/controller/extstatus"
 )
 
 // fakeTemplates serves WorkflowTemplates by name (ClusterWorkflowTemplates with prefix "cluster:") and
@@ -179,5 +183,46 @@ func TestTemplateScopesReadBackAsTheyAreWritten(t *testing.T) {
 	}
 	if s := (templateBase{}).scopeString("wf"); s != "local/wf" {
 		t.Errorf("a workflow's own scope is %q, want argo's local/wf", s)
+	}
+}
+
+func TestAMissingWorkflowTemplateErrorsOnlyTheTaskThatNamesIt(t *testing.T) {
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: wf, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, templateRef: {name: gone, template: work}}
+      - {name: b, template: work}
+      - {name: after-a, template: work, depends: a}
+  - {name: work, container: {image: alpine, command: ["true"]}}
+`), wf); err != nil {
+		t.Fatal(err)
+	}
+	pods := &recordingPods{created: map[string]*corev1.Pod{}}
+	e := &Engine{Pods: pods, Templates: &fakeTemplates{}}
+	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}}
+	if _, err := e.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	a := p.node("wf.a")
+	if want := "task 'wf.a' errored: workflow template gone not found"; a == nil || a.Phase != wfv1.NodeError || a.Message != want {
+		t.Errorf("task a = %+v, want Error %q", a, want)
+	}
+	if a != nil && (a.TemplateRef == nil || a.TemplateRef.Name != "gone") {
+		t.Errorf("task a does not record its templateRef: %+v", a.TemplateRef)
+	}
+	if _, ok := pods.created[wf.NodeID("wf.b")]; !ok {
+		t.Errorf("the independent task b did not start")
+	}
+	if after := p.node("wf.after-a"); after == nil || after.Phase != wfv1.NodeOmitted {
+		t.Errorf("the dependent of the errored task = %+v, want Omitted", after)
 	}
 }
