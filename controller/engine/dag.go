@@ -70,6 +70,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				if !ready {
 					break
 				}
+				if t := tasks[dep]; t == nil || !t.HasExitHook() {
+					continue
+				}
 				// A dependency is done once its exit handler is (argo's hooks-fulfilled rule).
 				done, err := e.taskHooksDone(ctx, p, node, tasks[dep], sc)
 				if err != nil {
@@ -158,8 +161,14 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		}
 		progressed = completions != before
 	}
-	sc := e.dagScope(p, node, tmpl)
+	var sc scope
 	for i := range tmpl.DAG.Tasks {
+		if !tmpl.DAG.Tasks[i].HasExitHook() {
+			continue
+		}
+		if sc == nil {
+			sc = e.dagScope(p, node, tmpl)
+		}
 		// The DAG ends once every task's exit handler has, leaves included.
 		done, err := e.taskHooksDone(ctx, p, node, &tmpl.DAG.Tasks[i], sc)
 		if err != nil {

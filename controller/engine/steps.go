@@ -184,6 +184,9 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 	}
 	// A step is done once its exit handler (onExit / hooks.exit) is: the next group waits for it.
 	for _, run := range runs {
+		if !run.step.HasExitHook() {
+			continue
+		}
 		child := p.node(sg.Name + "." + run.name)
 		if child == nil {
 			continue
