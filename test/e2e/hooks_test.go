@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
@@ -134,5 +135,49 @@ func assertHooked(t *testing.T, wf *wfv1.Workflow, hooks map[string]string, next
 		if after.StartedAt.Before(&hook.FinishedAt) {
 			t.Errorf("%s started at %s, before the exit handler %s finished at %s", next, after.StartedAt, hookName, hook.FinishedAt)
 		}
+	}
+}
+
+func TestStepExitHandlersRunOnStopButNotOnTerminate(t *testing.T) {
+	for _, tc := range []struct {
+		strategy wfv1.ShutdownStrategy
+		runs     bool
+	}{{wfv1.ShutdownStrategyStop, true}, {wfv1.ShutdownStrategyTerminate, false}} {
+		t.Run(string(tc.strategy), func(t *testing.T) {
+			e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{RunFor: time.Hour}, t.Logf)})
+			wf := e.submit(`
+metadata: {name: stop-hooks}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: slow, template: slow, hooks: {exit: {template: cleanup}}}]]
+  - name: slow
+    container: {image: alpine, command: [sleep, "3600"]}
+  - name: cleanup
+    metadata: {annotations: {simnode.wfguard.io/run-for: 0s}}
+    container: {image: alpine, command: ["true"]}
+`)
+			e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := nodeByName(wf, "stop-hooks[0].slow")
+				return n != nil && n.Phase == wfv1.NodeRunning
+			})
+			e.patchSpec(wf.Name, `{"spec":{"shutdown":"`+string(tc.strategy)+`"}}`)
+			done := e.waitCompleted(wf.Name)
+			if done.Status.Phase != wfv1.WorkflowFailed {
+				t.Errorf("workflow = %s %q, want Failed\n%s", done.Status.Phase, done.Status.Message, describe(done))
+			}
+			hook := nodeByName(done, "stop-hooks[0].slow.onExit")
+			switch {
+			case tc.runs && (hook == nil || hook.Phase != wfv1.NodeSucceeded):
+				t.Errorf("on %s the step's exit handler should run and succeed:\n%s", tc.strategy, describe(done))
+			case tc.runs:
+				if pod := e.podOf(done, "stop-hooks[0].slow.onExit"); pod.Labels["workflows.argoproj.io/on-exit"] != "true" {
+					t.Errorf("the handler's pod is not an exit-handler pod: %v", pod.Labels)
+				}
+			case hook != nil:
+				t.Errorf("on %s no exit handler should run:\n%s", tc.strategy, describe(done))
+			}
+		})
 	}
 }
