@@ -173,18 +173,35 @@ func (c *Controller) reportActions(ctx context.Context, p *pass) error {
 
 // writeOutcome sets an action's terminal status (once: a terminal action is never rewritten).
 func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, out actions.Outcome) error {
-	next := a.DeepCopy()
+	client := c.actions.Namespace(a.Namespace)
 	now := metav1.NewTime(c.clock.Now())
-	next.Status = v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
-	_, err := c.actions.Namespace(a.Namespace).UpdateStatus(ctx, next, updateOptions)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsConflict(err):
-		// Our cached copy is stale; the next pass (triggered by the action's own update) retries.
-		return fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
-	case err != nil:
-		return fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
+	status := v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
+	for attempt := 0; ; attempt++ {
+		next := a.DeepCopy()
+		next.Status = status
+		_, err := client.UpdateStatus(ctx, next, updateOptions)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 2 {
+			if err != nil {
+				return fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
+			}
+			break
+		}
+		// Our cached copy is stale, most often because our own earlier write of this outcome has not
+		// reached the cache yet: read the action, and stop if it is already terminal.
+		fresh, gerr := client.Get(ctx, a.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(gerr) {
+			return nil
+		}
+		if gerr != nil {
+			return fmt.Errorf("writing the status of action %s/%s: %w (and re-reading it: %v)", a.Namespace, a.Name, err, gerr)
+		}
+		if fresh.UID != a.UID || fresh.Status.Terminal() {
+			return nil
+		}
+		a = fresh
 	}
 	c.metrics.actions.WithLabelValues(actionLabel(a.Spec.Action), string(out.Phase), out.Reason).Inc()
 	typ := corev1.EventTypeNormal

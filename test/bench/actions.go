@@ -9,6 +9,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
@@ -66,7 +68,7 @@ func (e *env) actions(ctx context.Context, report *Report) error {
 		return err
 	}
 	podsCtx, cancelPods := context.WithTimeout(ctx, 2*time.Minute)
-	err = obs.waitPods(podsCtx, n)
+	err = obs.waitRunning(podsCtx, n)
 	cancelPods()
 	if err != nil {
 		return err
@@ -139,6 +141,9 @@ func burst(ctx context.Context, client *v1alpha1.NamespacedClient, terminal *ter
 	for _, s := range out {
 		at, phase, err := terminal.wait(waitCtx, s.name)
 		if err != nil {
+			if a, gerr := client.Get(ctx, s.name, metav1.GetOptions{}); gerr == nil {
+				return nil, 0, fmt.Errorf("%w (on the server: status %+v, resourceVersion %s, managed by %v)", err, a.Status, a.ResourceVersion, managers(a))
+			}
 			return nil, 0, err
 		}
 		if phase != v1alpha1.PhaseSucceeded {
@@ -158,7 +163,14 @@ type terminalTimes struct {
 }
 
 func watchTerminal(ctx context.Context, client *v1alpha1.NamespacedClient) (*terminalTimes, func(), error) {
-	w, err := client.Watch(ctx, metav1.ListOptions{})
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing workflow actions: %w", err)
+	}
+	// A retry watcher resumes after the server ends a watch, so no terminal phase is missed.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return client.Watch(ctx, o) },
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("watching workflow actions: %w", err)
 	}
@@ -199,4 +211,12 @@ func (t *terminalTimes) wait(ctx context.Context, name string) (time.Time, v1alp
 			return time.Time{}, "", fmt.Errorf("waiting for action %s to finish: %w", name, ctx.Err())
 		}
 	}
+}
+
+func managers(a *v1alpha1.WorkflowAction) []string {
+	var out []string
+	for _, m := range a.ManagedFields {
+		out = append(out, m.Manager+"/"+string(m.Operation)+"/"+m.Subresource)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,28 +16,32 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/podfinalizer"
 )
 
 // observer timestamps, from its own watches, when pods appear and succeed, results complete and
 // workflows finish. Latencies are differences of these times, so the watch delivery delay mostly cancels.
 type observer struct {
-	namespace string
-	mu        sync.Mutex
-	podAdded  map[string]time.Time     // node ID → pod first seen
-	ready     map[string]chan struct{} // node ID → closed when its pod Succeeded and its result completed
-	podDone   map[string]time.Time     // node ID → pod Succeeded seen
-	resultOK  map[string]time.Time     // node ID → result completed seen
-	nodeName  map[string]string        // node ID → node name
-	wfDone    map[string]time.Time     // workflow name → completed seen
-	wfPhase   map[string]wfv1.WorkflowPhase
-	changed   chan struct{}
-	stop      context.CancelFunc
-	wg        sync.WaitGroup
+	namespace  string
+	mu         sync.Mutex
+	podAdded   map[string]time.Time     // node ID → pod first seen
+	ready      map[string]chan struct{} // node ID → closed when its pod Succeeded and its result completed
+	podDone    map[string]time.Time     // node ID → pod Succeeded seen
+	resultOK   map[string]time.Time     // node ID → result completed seen
+	nodeName   map[string]string        // node ID → node name
+	podRunning map[string]bool          // node ID → pod seen Running
+	holding    map[string]bool          // node ID → its pod holds the status finalizer
+	wfDone     map[string]time.Time     // workflow name → completed seen
+	wfPhase    map[string]wfv1.WorkflowPhase
+	changed    chan struct{}
+	stop       context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 func startObserver(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, ns string) (*observer, error) {
 	o := &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
-		nodeName: map[string]string{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{}, changed: make(chan struct{}, 1)}
+		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{}, changed: make(chan struct{}, 1)}
 	ctx, o.stop = context.WithCancel(ctx)
 	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -115,6 +120,16 @@ func (o *observer) onPod(obj any) {
 	if _, seen := o.podAdded[id]; !seen {
 		o.podAdded[id] = now
 		o.nodeName[id] = pod.Annotations[common.AnnotationKeyNodeName]
+		o.notify()
+	}
+	if slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
+		o.holding[id] = true
+	} else if o.holding[id] {
+		delete(o.holding, id)
+		o.notify()
+	}
+	if pod.Status.Phase == corev1.PodRunning && !o.podRunning[id] {
+		o.podRunning[id] = true
 		o.notify()
 	}
 	if _, seen := o.podDone[id]; !seen && pod.Status.Phase == corev1.PodSucceeded {
@@ -210,11 +225,11 @@ func (o *observer) waitWorkflows(ctx context.Context, names []string) error {
 	}
 }
 
-// waitPods waits until at least n workflow pods exist.
-func (o *observer) waitPods(ctx context.Context, n int) error {
+// waitRunning waits until at least n workflow pods have been seen Running.
+func (o *observer) waitRunning(ctx context.Context, n int) error {
 	for {
 		o.mu.Lock()
-		have := len(o.podAdded)
+		have := len(o.podRunning)
 		o.mu.Unlock()
 		if have >= n {
 			return nil
@@ -222,7 +237,24 @@ func (o *observer) waitPods(ctx context.Context, n int) error {
 		select {
 		case <-o.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d pods (have %d): %w", n, have, ctx.Err())
+			return fmt.Errorf("waiting for %d running pods (have %d): %w", n, have, ctx.Err())
+		}
+	}
+}
+
+// waitReleased waits until no pod holds the status finalizer, so the run's API calls are all counted.
+func (o *observer) waitReleased(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		held := len(o.holding)
+		o.mu.Unlock()
+		if held == 0 {
+			return nil
+		}
+		select {
+		case <-o.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pods to lose the status finalizer: %w", held, ctx.Err())
 		}
 	}
 }

@@ -98,11 +98,15 @@ func (r *Report) evaluate() {
 	if t := r.Throughput; t != nil {
 		add("throughput", "≥ 90% of a raw client's rate", fmt.Sprintf("%.0f%% (%.1f vs %.1f pods/s)", 100*t.Ratio, t.Controller.PodsPerSec, t.Raw.PodsPerSec),
 			verdict(t.Ratio >= 0.9))
-		creates, patches := perPod(t.Controller.Calls, "create pods"), perPod(t.Controller.Calls, "patch pods")
+		// The controller's own counts; the transport-level totals below also include client-go's retries of
+		// requests the API server throttled (429), which the controller never sees.
+		pods := float64(max(t.Pods, 1))
+		creates, releases := t.Controller.Counters["wfguard_pods_created_total"]/pods, t.Controller.Counters["wfguard_pod_finalizers_released_total{reason=persisted}"]/pods
 		updates, rawUpdates := perPod(t.Controller.Calls, "update workflows"), perPod(t.Raw.Calls, "update workflows")
 		add("API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass",
-			fmt.Sprintf("%.2f creates, %.2f patches, %.2f workflow updates (raw %.2f), %.0f direct reads", creates, patches, updates, rawUpdates, t.DirectReads),
-			verdict(creates <= 1 && patches <= 1 && t.DirectReads == 0))
+			fmt.Sprintf("%.2f creates, %.2f releases (%.2f pod patches on the wire), %.2f workflow updates (raw %.2f), %.0f direct reads",
+				creates, releases, perPod(t.Controller.Calls, "patch pods"), updates, rawUpdates, t.DirectReads),
+			verdict(creates <= 1 && releases <= 1 && t.DirectReads == 0))
 	} else {
 		add("throughput", "≥ 90% of a raw client's rate", "-", verdictNotRun)
 		add("API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass", "-", verdictNotRun)

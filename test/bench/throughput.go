@@ -10,6 +10,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // RunStats is one pass of the throughput workload.
@@ -97,6 +98,13 @@ func (e *env) controllerRun(ctx context.Context, prefix string, n, m int, delay 
 	if err := allSucceeded(obs, names(wfs)); err != nil {
 		return RunStats{}, 0, "", err
 	}
+	if err := obs.waitReleased(waitCtx); err != nil {
+		return RunStats{}, 0, "", err
+	}
+	// A release's watch event can beat the PATCH response the controller counts it from.
+	_ = wait.PollUntilContextTimeout(waitCtx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return r.counter("wfguard_pod_finalizers_released_total") >= float64(n*m), nil
+	})
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
 		HopLatency: summarize(obs.schedulingLatencies(predecessor)), Counters: r.counters()}, r.counter("wfguard_taskresult_direct_reads_total"), ns, nil
