@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -141,6 +142,14 @@ func (e *Engine) validate(p *Pass) error {
 // Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
+	err := e.execute(ctx, p)
+	if cerr := e.createPods(ctx, p); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	wf := p.WF
 	if wf.Status.Phase.Completed() || wf.Status.Phase == wfv1.WorkflowUnknown {
 		return nil
@@ -470,18 +479,65 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		n.TaskResultSynced = &synced
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
-	if err := e.Pods.CreatePod(ctx, pod); err != nil {
-		if retryable(err) {
-			// Forget the node so the next pass builds and creates the pod again.
-			delete(p.WF.Status.Nodes, n.ID)
-			return nil, &apiError{fmt.Errorf("creating pod %s for node %s: %w", pod.Name, nodeName, err)}
-		}
-		// Rejected for good (admission, quota, invalid spec): the pod will never run nor report.
-		synced = true
-		n.TaskResultSynced = &synced
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
-	}
+	// Created at the end of the pass, together with every other pod the pass started (createPods).
+	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
 	return n, nil
+}
+
+// podCreate is a pod the pass decided to create.
+type podCreate struct {
+	pod      *corev1.Pod
+	nodeID   string
+	nodeName string
+}
+
+// createParallelism bounds concurrent pod creations of one pass (a fan-out starts all its children at once).
+const createParallelism = 8
+
+// createPods creates the pass's pods concurrently, so a fan-out's last child does not wait for the first
+// ones' round trips, then settles each node: a transient failure forgets the node so the next pass builds
+// and creates it again (and fails the pass, to be retried); a rejection for good (admission, quota,
+// invalid spec) ends the node in Error, as the pod will never run nor report.
+func (e *Engine) createPods(ctx context.Context, p *Pass) error {
+	creates := p.creates
+	p.creates = nil
+	if len(creates) == 0 {
+		return nil
+	}
+	errs := make([]error, len(creates))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, createParallelism)
+	for i, c := range creates {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = e.Pods.CreatePod(ctx, c.pod)
+		}()
+	}
+	wg.Wait()
+	var transient []error
+	for i, c := range creates {
+		err := errs[i]
+		if err == nil {
+			continue
+		}
+		if retryable(err) {
+			p.forgetNode(c.nodeID)
+			transient = append(transient, fmt.Errorf("creating pod %s for node %s: %w", c.pod.Name, c.nodeName, err))
+			continue
+		}
+		if n := p.nodeByID(c.nodeID); n != nil {
+			synced := true
+			n.TaskResultSynced = &synced
+			p.markPhase(n, wfv1.NodeError, err.Error())
+		}
+	}
+	if len(transient) > 0 {
+		return &apiError{errors.Join(transient...)}
+	}
+	return nil
 }
 
 // retryable reports API errors worth retrying: argo's transient ones, plus an internal server error or a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -35,6 +36,8 @@ type Pass struct {
 	requeueAt time.Time
 	// extraGlobals override {{workflow.*}} variables while an exit handler runs (workflow.status, ...).
 	extraGlobals map[string]string
+	// creates are the pods this pass decided to create; Execute creates them together at its end.
+	creates []podCreate
 	// exiting is true while an exit handler runs: its pods run on Stop and past the deadline.
 	exiting bool
 	// base is where template names of the steps or DAG being run resolve (the workflow, or a
@@ -97,6 +100,17 @@ func (p *Pass) nodeByID(id string) *wfv1.NodeStatus {
 		return nil
 	}
 	return &n
+}
+
+// forgetNode removes a node and every reference to it, as if it had never been created.
+func (p *Pass) forgetNode(id string) {
+	delete(p.WF.Status.Nodes, id)
+	for pid, n := range p.WF.Status.Nodes {
+		if i := slices.Index(n.Children, id); i >= 0 {
+			n.Children = slices.Delete(slices.Clone(n.Children), i, i+1)
+			p.WF.Status.Nodes[pid] = n
+		}
+	}
 }
 
 func (p *Pass) setNode(n *wfv1.NodeStatus) {
