@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +23,14 @@ import (
 // Benchmarks of the pure hot path of a pass: node assessment, DAG evaluation and template substitution.
 // Run with `go test -run '^$' -bench . -benchmem ./controller/engine/` (benchstat-friendly output).
 
-type podSink struct{ created map[string]*corev1.Pod }
+type podSink struct {
+	mu      sync.Mutex // a pass creates its pods concurrently
+	created map[string]*corev1.Pod
+}
 
 func (s *podSink) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.created[pod.Annotations[common.AnnotationKeyNodeID]] = pod
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +22,14 @@ import (
 
 // recordingPods is a PodControl that remembers what the engine created, and when.
 type recordingPods struct {
+	mu      sync.Mutex
 	created map[string]*corev1.Pod // by node ID
 	order   []string
 }
 
 func (r *recordingPods) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	r.mu.Lock() // a pass creates its pods concurrently
+	defer r.mu.Unlock()
 	id := pod.Annotations[common.AnnotationKeyNodeID]
 	if _, ok := r.created[id]; !ok {
 		r.created[id] = pod
