@@ -54,7 +54,7 @@ type Options struct {
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Workers: 32, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 40, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, MemoryWorkflows: 10000}
 }
 
