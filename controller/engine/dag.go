@@ -102,6 +102,10 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				continue
 			}
 			resolved, err := resolveJSON(&t, globals, sc)
+			if err == nil {
+				err = resolveStepArtifacts(artifactResolver{p: p, sc: sc, inputs: tmpl}, resolved.When,
+					(loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set(), &resolved.Arguments)
+			}
 			if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
 				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, link, string(tmplJSON)); err != nil {
 					return nil, err
@@ -243,7 +247,7 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 	if phase != wfv1.NodeSucceeded {
 		return p.markPhase(node, phase, ""), nil // argo gives a failed DAG no message of its own
 	}
-	outputs, err := templateOutputs(tmpl, sc, globals)
+	outputs, err := templateOutputs(tmpl, sc, globals, artifactResolver{p: p, sc: sc, inputs: tmpl})
 	if err != nil {
 		return p.markPhase(node, wfv1.NodeError, err.Error()), nil
 	}

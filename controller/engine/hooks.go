@@ -48,6 +48,10 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 		}
 	}
 	args, err := resolveJSON(&hook.Arguments, params)
+	if err == nil {
+		// The hook's argument artifacts may name the node's own output artifacts ({{steps.NAME.outputs.artifacts.A}}).
+		args.Artifacts, err = artifactResolver{p: p, sc: local}.arguments(args.Artifacts)
+	}
 	if err != nil {
 		return true, e.errorHook(p, name, parent, boundaryID, hook, err.Error())
 	}

@@ -145,12 +145,20 @@ func evalWhen(when string) (bool, error) {
 	return b, nil
 }
 
-// templateOutputs resolves a steps/DAG template's outputs.parameters (valueFrom.parameter) from its scope.
-func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters) (*wfv1.Outputs, error) {
-	if len(tmpl.Outputs.Parameters) == 0 {
+// templateOutputs resolves a steps/DAG template's outputs.parameters (valueFrom.parameter) and
+// outputs.artifacts (from) from its scope.
+func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters, arts artifactResolver) (*wfv1.Outputs, error) {
+	if len(tmpl.Outputs.Parameters) == 0 && len(tmpl.Outputs.Artifacts) == 0 {
 		return nil, nil
 	}
 	out := &wfv1.Outputs{}
+	if len(tmpl.Outputs.Artifacts) > 0 {
+		artifacts, err := arts.outputs(tmpl)
+		if err != nil {
+			return nil, err
+		}
+		out.Artifacts = artifacts
+	}
 	for _, p := range tmpl.Outputs.Parameters {
 		param := wfv1.Parameter{Name: p.Name}
 		switch {

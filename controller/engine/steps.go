@@ -24,7 +24,8 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 			e.linkStepGroup(p, node, sg, i)
 		}
 		if !fulfilled(sg) {
-			if err := e.executeStepGroup(ctx, p, sg, group.Steps, sc, globals, node.ID, string(tmplJSON)); err != nil {
+			arts := artifactResolver{p: p, sc: sc, inputs: tmpl}
+			if err := e.executeStepGroup(ctx, p, sg, group.Steps, sc, arts, globals, node.ID, string(tmplJSON)); err != nil {
 				return nil, err
 			}
 			sg = p.node(sgName)
@@ -45,7 +46,7 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 		}
 	}
 	node = p.node(node.Name)
-	outputs, err := templateOutputs(tmpl, sc, globals)
+	outputs, err := templateOutputs(tmpl, sc, globals, artifactResolver{p: p, sc: sc, inputs: tmpl})
 	if err != nil {
 		return p.markPhase(node, wfv1.NodeError, err.Error()), nil
 	}
@@ -84,7 +85,7 @@ type stepRun struct {
 // expandStepGroup resolves every step of a group and expands loops into their iterations. An empty loop
 // is recorded as a Skipped node; an error (a bad reference, a withParam that is not a JSON list) is
 // returned for the group.
-func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep, sc scope,
+func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep, sc scope, arts artifactResolver,
 	globals map[string]string, boundaryID string) ([]stepRun, error) {
 	var runs []stepRun
 	for i := range steps {
@@ -94,6 +95,9 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			return nil, err
 		}
 		l := loop{r.WithItems, r.WithParam, r.WithSequence}
+		if err := resolveStepArtifacts(arts, r.When, l.set(), &r.Arguments); err != nil {
+			return nil, fmt.Errorf("unable to resolve references: %s", err) // argo's message
+		}
 		if !l.set() {
 			runs = append(runs, stepRun{step.Name, step, r})
 			continue
@@ -126,10 +130,10 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 
 // executeStepGroup starts the parallel steps of one group and decides the group once all are fulfilled.
 func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep,
-	sc scope, globals common.Parameters, boundaryID, tmplJSON string) error {
+	sc scope, arts artifactResolver, globals common.Parameters, boundaryID, tmplJSON string) error {
 	// Resolve the whole group before starting any of it, so a bad reference never leaves a sibling running
 	// under a group that already failed.
-	runs, err := e.expandStepGroup(p, sg, steps, sc, globals, boundaryID)
+	runs, err := e.expandStepGroup(p, sg, steps, sc, arts, globals, boundaryID)
 	if err != nil {
 		p.markPhase(p.node(sg.Name), wfv1.NodeError, err.Error())
 		return nil

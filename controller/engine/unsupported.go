@@ -26,6 +26,12 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.TemplateDefaults != nil {
 		add("spec.templateDefaults")
 	}
+	if s.ArtifactRepositoryRef != nil {
+		add("spec.artifactRepositoryRef")
+	}
+	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
+		add("spec.artifactGC")
+	}
 	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
 		add("spec.retryStrategy.affinity")
 	}
@@ -54,13 +60,17 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("synchronization")
 	case t.Daemon != nil && *t.Daemon:
 		add("daemon")
-	case len(t.Inputs.Artifacts) > 0:
-		add("inputs.artifacts")
 	}
+	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {
 			if d := inlineOrHook(step.Inline, step.Hooks); d != "" {
 				add("step %s: %s", step.Name, d)
+			}
+			for _, a := range step.Arguments.Artifacts {
+				if a.FromExpression != "" {
+					add("step %s: arguments.artifacts.%s.fromExpression", step.Name, a.Name)
+				}
 			}
 		}
 	}
@@ -72,7 +82,42 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 			if d := inlineOrHook(task.Inline, task.Hooks); d != "" {
 				add("task %s: %s", task.Name, d)
 			}
+			for _, a := range task.Arguments.Artifacts {
+				if a.FromExpression != "" {
+					add("task %s: arguments.artifacts.%s.fromExpression", task.Name, a.Name)
+				}
+			}
 		}
+	}
+	return found
+}
+
+// unsupportedArtifacts lists the artifact features of a template wfguard does not run: fromExpression,
+// artifact GC, and an output artifact that would need the artifact repository's default archiveLocation
+// (argoexec could not upload it).
+func unsupportedArtifacts(t *wfv1.Template) []string {
+	var found []string
+	needsArchive := false
+	for _, a := range t.Outputs.Artifacts {
+		if a.FromExpression != "" {
+			found = append(found, fmt.Sprintf("outputs.artifacts.%s.fromExpression", a.Name))
+		}
+		if a.ArtifactGC != nil && a.ArtifactGC.Strategy != "" && a.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
+			found = append(found, fmt.Sprintf("outputs.artifacts.%s.artifactGC", a.Name))
+		}
+		// Only leaf templates upload; steps and DAG templates pass artifacts on by `from`.
+		leaf := t.GetType() == wfv1.TemplateTypeContainer || t.GetType() == wfv1.TemplateTypeScript
+		if leaf && !a.HasLocation() {
+			needsArchive = true
+		}
+	}
+	for _, a := range t.Inputs.Artifacts {
+		if a.FromExpression != "" {
+			found = append(found, fmt.Sprintf("inputs.artifacts.%s.fromExpression", a.Name))
+		}
+	}
+	if needsArchive && !t.ArchiveLocation.HasLocation() {
+		found = append(found, "outputs.artifacts without a location or archiveLocation (artifact repository defaults)")
 	}
 	return found
 }
