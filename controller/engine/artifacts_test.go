@@ -83,6 +83,14 @@ func TestFromResolvesToTheProducersRecordedArtifact(t *testing.T) {
         arguments: {artifacts: [{name: a, from: "{{inputs.artifacts.a}}"}]}`,
 			"arts[0].produce", []wfv1.Artifact{{Name: "a", Path: "/tmp/a", ArtifactLocation: s3Location("k")}},
 			"arts[1].nested[0].consume", "k", "", ""},
+		{"a step's exit handler's from names the step's own output artifact", `
+  - name: main
+    steps:
+    - - name: produce
+        template: produce
+        hooks: {exit: {template: consume, arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.a}}"}]}}}`,
+			"arts[0].produce", []wfv1.Artifact{{Name: "a", Path: "/tmp/a", ArtifactLocation: s3Location("hooked")}},
+			"arts[0].produce.onExit", "hooked", "", ""},
 		{"a step's from naming an artifact its producer did not record errors the step group", `
   - name: main
     steps:
