@@ -204,6 +204,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:       templateSource{argo: c.argo},
+		ConfigMaps:      configMapSource{kube: c.kube},
 		Validate:        opts.Validate,
 		ExecutorImage:   opts.ExecutorImage,
 		InstanceID:      opts.InstanceID,

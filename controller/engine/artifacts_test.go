@@ -220,9 +220,6 @@ func TestArtifactFeaturesWfguardDoesNotRunAreRejected(t *testing.T) {
 		{"fromExpression on a step argument", wfv1.Template{Steps: []wfv1.ParallelSteps{{Steps: []wfv1.WorkflowStep{
 			{Name: "s", Arguments: wfv1.Arguments{Artifacts: []wfv1.Artifact{{Name: "a", FromExpression: "x"}}}}}}}},
 			"step s: arguments.artifacts.a.fromExpression"},
-		{"an output artifact that needs the artifact repository's archiveLocation",
-			wfv1.Template{Container: &corev1.Container{}, Outputs: wfv1.Outputs{Artifacts: []wfv1.Artifact{{Name: "a", Path: "/a"}}}},
-			"outputs.artifacts without a location or archiveLocation (artifact repository defaults)"},
 		{"artifact GC on an output artifact",
 			wfv1.Template{Container: &corev1.Container{}, Outputs: wfv1.Outputs{Artifacts: []wfv1.Artifact{{Name: "a", Path: "/a",
 				ArtifactLocation: s3Location("k"), ArtifactGC: &wfv1.ArtifactGC{Strategy: wfv1.ArtifactGCOnWorkflowDeletion}}}}},

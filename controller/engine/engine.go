@@ -36,6 +36,9 @@ type Engine struct {
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource
+	// ConfigMaps reads artifact repository ConfigMaps (spec.artifactRepositoryRef, artifact-repositories);
+	// nil means no namespace has a repository.
+	ConfigMaps ConfigMapSource
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
@@ -89,6 +92,9 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		e.completeWorkflow(p, wfv1.WorkflowFailed, "invalid spec: "+err.Error())
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: "invalid spec: " + err.Error()})
 		return false, nil
+	}
+	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
+		return false, err
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.StartedAt = p.now()
@@ -461,6 +467,12 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		resultName = opts.resultName
 	}
 	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
+	if err != nil {
+		synced = true
+		n.TaskResultSynced = &synced
+		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+	}
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,

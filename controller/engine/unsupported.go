@@ -26,9 +26,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.TemplateDefaults != nil {
 		add("spec.templateDefaults")
 	}
-	if s.ArtifactRepositoryRef != nil {
-		add("spec.artifactRepositoryRef")
-	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
@@ -92,12 +89,10 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	return found
 }
 
-// unsupportedArtifacts lists the artifact features of a template wfguard does not run: fromExpression,
-// artifact GC, and an output artifact that would need the artifact repository's default archiveLocation
-// (argoexec could not upload it).
+// unsupportedArtifacts lists the artifact features of a template wfguard does not run: fromExpression
+// and artifact GC.
 func unsupportedArtifacts(t *wfv1.Template) []string {
 	var found []string
-	needsArchive := false
 	for _, a := range t.Outputs.Artifacts {
 		if a.FromExpression != "" {
 			found = append(found, fmt.Sprintf("outputs.artifacts.%s.fromExpression", a.Name))
@@ -105,19 +100,11 @@ func unsupportedArtifacts(t *wfv1.Template) []string {
 		if a.ArtifactGC != nil && a.ArtifactGC.Strategy != "" && a.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 			found = append(found, fmt.Sprintf("outputs.artifacts.%s.artifactGC", a.Name))
 		}
-		// Only leaf templates upload; steps and DAG templates pass artifacts on by `from`.
-		leaf := t.GetType() == wfv1.TemplateTypeContainer || t.GetType() == wfv1.TemplateTypeScript
-		if leaf && !a.HasLocation() {
-			needsArchive = true
-		}
 	}
 	for _, a := range t.Inputs.Artifacts {
 		if a.FromExpression != "" {
 			found = append(found, fmt.Sprintf("inputs.artifacts.%s.fromExpression", a.Name))
 		}
-	}
-	if needsArchive && !t.ArchiveLocation.HasLocation() {
-		found = append(found, "outputs.artifacts without a location or archiveLocation (artifact repository defaults)")
 	}
 	return found
 }
