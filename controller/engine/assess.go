@@ -26,7 +26,8 @@ const WaitingForTaskResultPrefix = "waiting for task result"
 func AssessNodes(p *Pass) {
 	for id := range p.WF.Status.Nodes {
 		n := p.nodeByID(id)
-		if n.Type != wfv1.NodeTypePod || fulfilled(n) {
+		// settled, not fulfilled: a daemoned node counts as done for its successors while its pod runs on.
+		if n.Type != wfv1.NodeTypePod || settled(n) {
 			continue
 		}
 		pod := p.Pods[id]
@@ -143,6 +144,10 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		n.Outputs.ExitCode = &code
 	}
 	synced := n.TaskResultSynced == nil || *n.TaskResultSynced
+	if stoppingDaemon(n) && taskresult.PodEnded(pod) {
+		assessStoppedDaemon(p, n, pod, &before)
+		return
+	}
 	switch pod.Status.Phase {
 	case corev1.PodPending, "":
 		n.Phase = wfv1.NodePending
@@ -151,10 +156,24 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		if n.Phase != wfv1.NodeRunning {
 			n.Phase = wfv1.NodeRunning
 		}
-		if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" {
+		if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" && n.Message != DaemonStoppedMessage {
 			n.Message = ""
 		}
+		if n.Daemoned == nil && podReady(pod) && isDaemon(p.templateOf(n)) {
+			// Argo's daemoned: running and ready, so successors may start (see fulfilled); {{steps.X.ip}}.
+			t := true
+			n.Daemoned = &t
+			n.PodIP = pod.Status.PodIP
+		}
 	case corev1.PodSucceeded:
+		n.Daemoned = nil
+		if isDaemon(p.templateOf(n)) {
+			// A daemon should run until its scope ends: one that exits by itself failed (argo's rule). The
+			// gate stays closed until its result is in, like any failed pod's.
+			p.setNode(n)
+			p.markPhase(n, wfv1.NodeFailed, "")
+			return
+		}
 		if !synced {
 			since := latestFinish(pod)
 			if s := waitingSince(before.Message); !s.IsZero() {
@@ -172,6 +191,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		p.markPhase(n, wfv1.NodeSucceeded, "")
 		return
 	case corev1.PodFailed:
+		n.Daemoned = nil
 		phase, msg := inferFailedReason(pod)
 		if phase == wfv1.NodeSucceeded && !synced {
 			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
@@ -197,7 +217,8 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 }
 
 func equalNode(a, b *wfv1.NodeStatus) bool {
-	return a.Phase == b.Phase && a.Message == b.Message && a.HostNodeName == b.HostNodeName &&
+	return a.Phase == b.Phase && a.Message == b.Message && a.HostNodeName == b.HostNodeName && a.PodIP == b.PodIP &&
+		boolPtr(a.Daemoned) == boolPtr(b.Daemoned) &&
 		exitCode(a) == exitCode(b) && boolPtr(a.TaskResultSynced) == boolPtr(b.TaskResultSynced)
 }
 

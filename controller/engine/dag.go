@@ -33,6 +33,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		var phase wfv1.NodePhase
 		if n := taskNode(task); n != nil {
 			phase = n.Phase
+			if daemoned(n) && n.Phase == wfv1.NodeRunning {
+				phase = phaseDaemoned
+			}
 		}
 		if t := tasks[task]; t != nil {
 			return phase, t.ContinueOn

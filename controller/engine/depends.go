@@ -21,6 +21,10 @@ type notExpr struct{ e dependsExpr }
 // taskResult is `task` or `task.Result`.
 type taskResult struct{ task, result string }
 
+// phaseDaemoned is the state a depends expression sees for a daemoned task (running and ready): argo's
+// bare `A` accepts it, as does `A.Daemoned`.
+const phaseDaemoned wfv1.NodePhase = "Daemoned"
+
 // taskState gives a task's node phase and its continueOn (which widens what a bare dependency accepts).
 type taskState func(task string) (wfv1.NodePhase, *wfv1.ContinueOn)
 
@@ -36,7 +40,7 @@ func (t taskResult) eval(state taskState) bool {
 	p, continueOn := state(t.task)
 	switch t.result {
 	case "": // a bare task name means it did not fail, or failed in a way its continueOn accepts
-		return p == wfv1.NodeSucceeded || p == wfv1.NodeSkipped ||
+		return p == wfv1.NodeSucceeded || p == wfv1.NodeSkipped || p == phaseDaemoned ||
 			(continueOn != nil && (p == wfv1.NodeFailed && continueOn.Failed || p == wfv1.NodeError && continueOn.Error))
 	case "Succeeded":
 		return p == wfv1.NodeSucceeded
@@ -46,6 +50,8 @@ func (t taskResult) eval(state taskState) bool {
 		return p == wfv1.NodeError
 	case "Skipped":
 		return p == wfv1.NodeSkipped
+	case "Daemoned":
+		return p == phaseDaemoned
 	case "Omitted":
 		return p == wfv1.NodeOmitted
 	case "Completed":
@@ -54,7 +60,7 @@ func (t taskResult) eval(state taskState) bool {
 	return false
 }
 
-var taskResults = map[string]bool{"Succeeded": true, "Failed": true, "Errored": true, "Skipped": true, "Omitted": true, "Completed": true}
+var taskResults = map[string]bool{"Succeeded": true, "Failed": true, "Errored": true, "Skipped": true, "Omitted": true, "Completed": true, "Daemoned": true}
 
 // dependsOf returns the expression of a task: `depends`, else its `dependencies` joined by &&, else nil.
 func dependsOf(t *wfv1.DAGTask) (dependsExpr, error) {
@@ -192,7 +198,7 @@ func (p *dependsParser) unary() (dependsExpr, error) {
 		p.pos++
 		task, result, _ := strings.Cut(tok, ".")
 		if task == "" || (result != "" && !taskResults[result]) {
-			return nil, fmt.Errorf("depends %q: %q is not a task or task result (want TASK or TASK.Succeeded/Failed/Errored/Skipped/Omitted/Completed)", p.src, tok)
+			return nil, fmt.Errorf("depends %q: %q is not a task or task result (want TASK or TASK.Succeeded/Failed/Errored/Skipped/Omitted/Completed/Daemoned)", p.src, tok)
 		}
 		return taskResult{task: task, result: result}, nil
 	}

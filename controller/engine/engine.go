@@ -149,6 +149,9 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	err := e.execute(ctx, p)
+	if derr := e.stopMarkedDaemons(ctx, p); derr != nil {
+		err = errors.Join(err, derr)
+	}
 	if cerr := e.createPods(ctx, p); cerr != nil {
 		return errors.Join(err, cerr)
 	}
@@ -192,6 +195,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	}
 	if !done {
 		return nil
+	}
+	if stopDaemons(p, "", true) {
+		return nil // the workflow completes after its daemons were stopped and their results are in
 	}
 	message := root.Message
 	if root.FailedOrError() && shutdown(p).Enabled() {
@@ -398,7 +404,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			p.setNode(n)
 		}
 		defer p.enter(call.target(p.base))() // its steps name templates of the template's own base
-		return e.executeSteps(ctx, p, n, resolved)
+		return p.endScope(e.executeSteps(ctx, p, n, resolved))
 	case wfv1.TemplateTypeDAG:
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypeDAG, tmplName, boundaryID, wfv1.NodeRunning, "")
@@ -406,7 +412,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			p.setNode(n)
 		}
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
-		return e.executeDAG(ctx, p, n, resolved)
+		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
 		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, suspend, steps, dag)",
 			tmplName, resolved.GetType())

@@ -168,9 +168,15 @@ func (p *Pass) addChild(parent *wfv1.NodeStatus, childID string) {
 	p.setNode(parent)
 }
 
-// fulfilled is "terminal AND result synced": the only condition successors may start on.
+// fulfilled is "terminal AND result synced": the only condition successors may start on — with one
+// documented exception to the task-result gate, argo's: a daemoned node (a daemon template's pod running
+// and ready) counts as done for its successors while it runs, before any result. Its successors cannot
+// read its outputs (argo's validation rejects references to a daemon's outputs), so nothing they use can
+// be incomplete; the daemon node itself still never becomes Succeeded before its result is complete
+// (assessStoppedDaemon), and the workflow completes only after every daemon settled (stopDaemons).
+// The assess phase uses the strict gate (settled) so it keeps watching a daemon's pod.
 func fulfilled(n *wfv1.NodeStatus) bool {
-	return n != nil && n.Phase.Fulfilled(n.TaskResultSynced)
+	return settled(n) || daemoned(n) && n.Phase == wfv1.NodeRunning
 }
 
 func nodeEvent(n *wfv1.NodeStatus) Event {

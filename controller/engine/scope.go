@@ -52,6 +52,9 @@ func (s scope) addNode(prefix string, n *wfv1.NodeStatus) {
 	s[prefix+".status"] = string(n.Phase)
 	s[prefix+".startedAt"] = n.StartedAt.Format(time.RFC3339)
 	s[prefix+".finishedAt"] = n.FinishedAt.Format(time.RFC3339)
+	if n.PodIP != "" {
+		s[prefix+".ip"] = n.PodIP // a daemon's pod IP, {{steps.X.ip}} / {{tasks.X.ip}}
+	}
 	if n.Outputs == nil {
 		return
 	}

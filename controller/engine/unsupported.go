@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,9 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
 		add("spec.retryStrategy.affinity")
 	}
+	if s.RetryStrategy != nil && slices.ContainsFunc(s.Templates, func(t wfv1.Template) bool { return t.IsDaemon() }) {
+		add("spec.retryStrategy with daemon templates")
+	}
 	for i := range s.Templates {
 		t := &s.Templates[i]
 		for _, d := range unsupportedInTemplate(t) {
@@ -55,8 +59,8 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("memoize")
 	case t.Synchronization != nil:
 		add("synchronization")
-	case t.Daemon != nil && *t.Daemon:
-		add("daemon")
+	case t.IsDaemon() && t.RetryStrategy != nil:
+		add("daemon with retryStrategy")
 	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wfguard/wfguard/taskresult"
+)
+
+// DaemonStoppedMessage is the message of a daemoned node whose scope (the steps or DAG that started it, or
+// the workflow) completed: its pod is being stopped, and the node ends Succeeded, as argo marks it, once
+// the pod has ended and its result is in.
+const DaemonStoppedMessage = "daemon stopped: its scope completed"
+
+// daemoned is argo's "daemoned": a daemon template's pod is running and ready, so its successors may go on.
+func daemoned(n *wfv1.NodeStatus) bool { return n != nil && n.Daemoned != nil && *n.Daemoned }
+
+// stoppingDaemon marks a daemon whose scope completed. Daemoned false (not nil) is the persisted marker:
+// the message is replaced while the node waits for its result, the marker is not.
+func stoppingDaemon(n *wfv1.NodeStatus) bool { return n != nil && n.Daemoned != nil && !*n.Daemoned }
+
+// settled is the strict task-result gate, without the daemon exception: terminal and result synced.
+func settled(n *wfv1.NodeStatus) bool { return n != nil && n.Phase.Fulfilled(n.TaskResultSynced) }
+
+func isDaemon(t *wfv1.Template) bool { return t != nil && t.IsDaemon() }
+
+// podReady is argo's readiness of a daemon: running with every container ready.
+func podReady(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if !c.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// endScope stops the daemons a steps or DAG node started once that node has completed.
+func (p *Pass) endScope(n *wfv1.NodeStatus, err error) (*wfv1.NodeStatus, error) {
+	if err == nil && n != nil && n.Phase.Completed() {
+		stopDaemons(p, n.ID, false)
+	}
+	return n, err
+}
+
+// stopDaemons marks the running daemons started in scope boundaryID (with all, every daemon of the
+// workflow) for stopping; the pods are stopped by stopMarkedDaemons. It reports whether a stopped daemon
+// of the scope has not settled yet: the workflow completes only after that.
+func stopDaemons(p *Pass, boundaryID string, all bool) bool {
+	pending := false
+	for id := range p.WF.Status.Nodes {
+		n := p.nodeByID(id)
+		if !all && n.BoundaryID != boundaryID {
+			continue
+		}
+		if daemoned(n) && !n.Phase.Completed() {
+			stopped := false
+			n.Daemoned = &stopped
+			n.Message = DaemonStoppedMessage
+			p.setNode(n)
+		}
+		if stoppingDaemon(n) && !settled(n) {
+			pending = true
+		}
+	}
+	return pending
+}
+
+// stopMarkedDaemons is the I/O of stopDaemons: it lowers the deadline of every marked daemon pod that
+// still runs, so the kubelet ends it. Repeated each pass until the pod has ended (idempotent).
+func (e *Engine) stopMarkedDaemons(ctx context.Context, p *Pass) error {
+	for id, n := range p.WF.Status.Nodes {
+		if !stoppingDaemon(&n) || n.Phase.Completed() {
+			continue
+		}
+		pod := p.Pods[id]
+		if pod == nil || taskresult.PodEnded(pod) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds <= 1 {
+			continue // already stopped; the kubelet ends it
+		}
+		if err := e.Pods.StopPod(ctx, pod); err != nil {
+			return &apiError{fmt.Errorf("stopping daemon pod %s of node %s: %w", pod.Name, n.Name, err)}
+		}
+	}
+	return nil
+}
+
+// assessStoppedDaemon maps the end of a stopped daemon's pod: killed at its scope's end is how a daemon
+// ends well, so the node becomes Succeeded — but only once its result is complete (I1). Until then it
+// waits like any succeeded pod, bounded by the task-result timeout.
+func assessStoppedDaemon(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *wfv1.NodeStatus) {
+	if taskresult.Synced(n) {
+		n.Daemoned = nil
+		p.setNode(n)
+		p.markPhase(n, wfv1.NodeSucceeded, "")
+		return
+	}
+	if strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
+		return
+	}
+	since := latestFinish(pod)
+	n.Phase = wfv1.NodeRunning
+	n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
+	p.setNode(n)
+	p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
+		Message: fmt.Sprintf("Node %s: daemon pod %s stopped; waiting for its task result", n.Name, pod.Name)})
+}
