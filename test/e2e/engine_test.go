@@ -285,15 +285,15 @@ spec:
   - name: main
     container: {image: alpine, command: [echo, "{{workflow.parameters.nope}}"]}`, "failed to resolve {{workflow.parameters.nope}}"},
 		{"a feature wfguard does not run yet", `
-metadata: {name: daemon}
+metadata: {name: memoized}
 spec:
   entrypoint: main
   templates:
   - name: main
     steps: [[{name: a, template: ok}]]
   - name: ok
-    daemon: true
-    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: daemon"},
+    memoize: {key: k, cache: {configMap: {name: cache}}}
+    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: memoize"},
 		{"an oversized workflow", `
 metadata: {name: oversized}
 spec:

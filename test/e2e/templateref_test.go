@@ -279,21 +279,21 @@ spec:
 func TestAReferencedTemplateUsingAFeatureWfguardDoesNotRunIsRejectedAtStart(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.createTemplate(`
-metadata: {name: daemons}
+metadata: {name: memoized}
 spec:
   templates:
-  - {name: server, daemon: true, container: {image: nginx}}
+  - {name: server, memoize: {key: k, cache: {configMap: {name: cache}}}, container: {image: nginx}}
 `, false)
 	wf := e.submit(`
-metadata: {name: uses-daemon}
+metadata: {name: uses-memoized}
 spec:
   entrypoint: main
   templates:
   - name: main
-    steps: [[{name: serve, templateRef: {name: daemons, template: server}}]]
+    steps: [[{name: serve, templateRef: {name: memoized, template: server}}]]
 `)
 	done := e.waitCompleted(wf.Name)
-	want := "invalid spec: not supported by wfguard yet: template namespaced/daemons/server: daemon"
+	want := "invalid spec: not supported by wfguard yet: template namespaced/memoized/server: memoize"
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
 		t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, want)
 	}
