@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,25 +33,6 @@ spec:
     inputs: {parameters: [{name: ip}]}
     container: {image: curl, command: [curl], args: ["{{inputs.parameters.ip}}"]}
 `
-
-// daemonPods records created and stopped pods by node ID.
-type daemonPods struct {
-	mu      sync.Mutex
-	created map[string]*corev1.Pod
-	stopped []string
-}
-
-func (d *daemonPods) CreatePod(_ context.Context, pod *corev1.Pod) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.created[pod.Annotations[common.AnnotationKeyNodeID]] = pod
-	return nil
-}
-func (d *daemonPods) StopPod(_ context.Context, pod *corev1.Pod) error {
-	d.stopped = append(d.stopped, pod.Annotations[common.AnnotationKeyNodeID])
-	return nil
-}
-func (d *daemonPods) DeletePod(context.Context, *corev1.Pod) error { return nil }
 
 // podIn is a copy of a created pod in phase, its containers ready or not, ended ones terminated.
 func podIn(created *corev1.Pod, phase corev1.PodPhase, ready bool, reason string) *corev1.Pod {
@@ -87,7 +67,7 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(daemonSteps), wf); err != nil {
 		t.Fatal(err)
 	}
-	pods := &daemonPods{created: map[string]*corev1.Pod{}}
+	pods := &recordingPods{created: map[string]*corev1.Pod{}}
 	e := &Engine{Pods: pods}
 	ext := &extstatus.Extensions{}
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)

@@ -20,11 +20,12 @@ import (
 	"github.com/wfguard/wfguard/taskresult"
 )
 
-// recordingPods is a PodControl that remembers what the engine created, and when.
+// recordingPods is a PodControl that remembers what the engine created, and when, and what it stopped.
 type recordingPods struct {
 	mu      sync.Mutex
 	created map[string]*corev1.Pod // by node ID
 	order   []string
+	stopped []string // node IDs
 }
 
 func (r *recordingPods) CreatePod(_ context.Context, pod *corev1.Pod) error {
@@ -37,7 +38,12 @@ func (r *recordingPods) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	}
 	return nil
 }
-func (r *recordingPods) StopPod(context.Context, *corev1.Pod) error   { return nil }
+func (r *recordingPods) StopPod(_ context.Context, pod *corev1.Pod) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = append(r.stopped, pod.Annotations[common.AnnotationKeyNodeID])
+	return nil
+}
 func (r *recordingPods) DeletePod(context.Context, *corev1.Pod) error { return nil }
 
 const chain = `
