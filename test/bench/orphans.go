@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -96,7 +95,8 @@ func (e *env) createOrphans(ctx context.Context, ns string, k int) error {
 	})
 }
 
-// rawRelease lists the pods and removes the finalizer with the same guarded merge patch as the controller.
+// rawRelease lists the pods and removes the finalizer from each with one patch, at the controller's
+// concurrency: the control plane's own limit for the same releases.
 func (e *env) rawRelease(ctx context.Context, ns string) error {
 	pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -104,15 +104,7 @@ func (e *env) rawRelease(ctx context.Context, ns string) error {
 	}
 	return inParallel(rawReleaseConcurrency, len(pods.Items), func(i int) error {
 		p := &pods.Items[i]
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"finalizers": []string{}, "resourceVersion": p.ResourceVersion, "uid": p.UID}})
-		if err != nil {
-			return err
-		}
-		if _, err := e.kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("raw release of %s: %w", p.Name, err)
-		}
-		return nil
+		return removeFinalizer(ctx, e.kube, ns, p.Name, p.UID)
 	})
 }
 
