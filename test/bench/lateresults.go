@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/test/workload"
 )
 
 // LateResultsResult is the throughput workload with the controller's task-result watch events delayed.
@@ -77,7 +78,7 @@ func hasOutput(o *wfv1.Outputs) bool {
 		return false
 	}
 	for _, p := range o.Parameters {
-		if p.Name == outputParameter && p.Value != nil && p.Value.String() == "ok" {
+		if p.Name == workload.OutputParameter && p.Value != nil && p.Value.String() == "ok" {
 			return true
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/wfguard/wfguard/test/workload"
 )
 
 // MemoryResult is the controller process's memory with its caches full of workflows.
@@ -96,7 +98,7 @@ func (e *env) createCompleted(ctx context.Context, ns string, k int) error {
 			id := fmt.Sprintf("%s-%d", wf.Name, j)
 			wf.Status.Nodes[id] = wfv1.NodeStatus{ID: id, Name: fmt.Sprintf("%s.t%d", wf.Name, j), DisplayName: fmt.Sprintf("t%d", j),
 				Type: wfv1.NodeTypePod, TemplateName: "step", Phase: wfv1.NodeSucceeded, StartedAt: started, FinishedAt: finished,
-				Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: outputParameter, Value: wfv1.AnyStringPtr("ok")}}}}
+				Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: workload.OutputParameter, Value: wfv1.AnyStringPtr("ok")}}}}
 		}
 		if _, err := e.argo.ArgoprojV1alpha1().Workflows(ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating completed workflow %s: %w", wf.Name, err)

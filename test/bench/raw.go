@@ -15,6 +15,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/test/workload"
 )
 
 // rawRun does the throughput workload without the controller: per node it creates the pod argoexec
@@ -62,7 +63,7 @@ func rawWorkflow(ctx context.Context, kube kubernetes.Interface, argo versioned.
 	if err != nil {
 		return fmt.Errorf("raw: creating workflow: %w", err)
 	}
-	step := stepTemplate()
+	step := workload.StepTemplate()
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.Nodes = wfv1.Nodes{}
 	for k, task := range wf.Spec.Templates[0].DAG.Tasks {
@@ -83,7 +84,7 @@ func rawWorkflow(ctx context.Context, kube kubernetes.Interface, argo versioned.
 			return err
 		}
 		wf.Status.Nodes[nodeID] = wfv1.NodeStatus{ID: nodeID, Name: nodeName, Type: wfv1.NodeTypePod, Phase: wfv1.NodeSucceeded,
-			Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: outputParameter, Value: wfv1.AnyStringPtr("ok")}}}}
+			Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: workload.OutputParameter, Value: wfv1.AnyStringPtr("ok")}}}}
 		if wf, err = wfs.Update(ctx, wf, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("raw: recording node %s: %w", nodeName, err)
 		}

@@ -6,42 +6,23 @@ import (
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/test/workload"
 )
-
-// outputParameter is declared by every benchmark step and passed to its successors, so a node that
-// "succeeded" without its result would show up as a missing value.
-const outputParameter = "out"
 
 // stepScript makes every simulated pod report its output parameter.
 func stepScript() simnode.Script {
-	return simnode.Script{Default: simnode.Behavior{Parameters: map[string]string{outputParameter: "ok"}}}
-}
-
-func stepTemplate() wfv1.Template {
-	return wfv1.Template{
-		Name:   "step",
-		Inputs: wfv1.Inputs{Parameters: []wfv1.Parameter{{Name: "in", Default: wfv1.AnyStringPtr("")}}},
-		Outputs: wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: outputParameter,
-			ValueFrom: &wfv1.ValueFrom{Path: "/tmp/out"}}}},
-		Container: &corev1.Container{Image: "busybox", Command: []string{"sh", "-c", "echo ok > /tmp/out"}},
-	}
+	return simnode.Script{Default: simnode.Behavior{Parameters: map[string]string{workload.OutputParameter: "ok"}}}
 }
 
 func dagWorkflow(name string, tasks []wfv1.DAGTask) *wfv1.Workflow {
 	return &wfv1.Workflow{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{
-			{Name: "main", DAG: &wfv1.DAGTemplate{Tasks: tasks}}, stepTemplate()}},
+			{Name: "main", DAG: &wfv1.DAGTemplate{Tasks: tasks}}, workload.StepTemplate()}},
 	}
-}
-
-func consume(from string) wfv1.Arguments {
-	return wfv1.Arguments{Parameters: []wfv1.Parameter{{Name: "in",
-		Value: wfv1.AnyStringPtr(fmt.Sprintf("{{tasks.%s.outputs.parameters.%s}}", from, outputParameter))}}}
 }
 
 // chainWorkflow is t0 → t1 → ... → t(n-1), each consuming its predecessor's output.
@@ -49,7 +30,7 @@ func chainWorkflow(name string, n int) *wfv1.Workflow {
 	tasks := []wfv1.DAGTask{{Name: "t0", Template: "step"}}
 	for i := 1; i < n; i++ {
 		prev := fmt.Sprintf("t%d", i-1)
-		tasks = append(tasks, wfv1.DAGTask{Name: fmt.Sprintf("t%d", i), Template: "step", Dependencies: []string{prev}, Arguments: consume(prev)})
+		tasks = append(tasks, wfv1.DAGTask{Name: fmt.Sprintf("t%d", i), Template: "step", Dependencies: []string{prev}, Arguments: workload.Consume("tasks", prev)})
 	}
 	return dagWorkflow(name, tasks)
 }
@@ -58,7 +39,7 @@ func chainWorkflow(name string, n int) *wfv1.Workflow {
 func fanOutWorkflow(name string, width int) *wfv1.Workflow {
 	tasks := []wfv1.DAGTask{{Name: "root", Template: "step"}}
 	for i := range width {
-		tasks = append(tasks, wfv1.DAGTask{Name: fmt.Sprintf("c%d", i), Template: "step", Dependencies: []string{"root"}, Arguments: consume("root")})
+		tasks = append(tasks, wfv1.DAGTask{Name: fmt.Sprintf("c%d", i), Template: "step", Dependencies: []string{"root"}, Arguments: workload.Consume("tasks", "root")})
 	}
 	return dagWorkflow(name, tasks)
 }

@@ -7,27 +7,11 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/test/workload"
 )
-
-const outputParameter = "out"
-
-func stepTemplate() wfv1.Template {
-	return wfv1.Template{
-		Name:      "step",
-		Inputs:    wfv1.Inputs{Parameters: []wfv1.Parameter{{Name: "in", Default: wfv1.AnyStringPtr("")}}},
-		Outputs:   wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: outputParameter, ValueFrom: &wfv1.ValueFrom{Path: "/tmp/out"}}}},
-		Container: &corev1.Container{Image: "busybox", Command: []string{"sh", "-c", "echo ok > /tmp/out"}},
-	}
-}
-
-func consume(kind, from string) wfv1.Arguments {
-	return wfv1.Arguments{Parameters: []wfv1.Parameter{{Name: "in",
-		Value: wfv1.AnyStringPtr(fmt.Sprintf("{{%s.%s.outputs.parameters.%s}}", kind, from, outputParameter))}}}
-}
 
 // shape builds one workflow and returns each node's dependencies by node name.
 type shape func(name string) (*wfv1.Workflow, map[string][]string)
@@ -43,12 +27,12 @@ func dag(name string, edges [][2]string, tasks ...string) (*wfv1.Workflow, map[s
 	for _, t := range tasks {
 		task := wfv1.DAGTask{Name: t, Template: "step", Dependencies: byTask[t]}
 		if len(byTask[t]) > 0 {
-			task.Arguments = consume("tasks", byTask[t][0])
+			task.Arguments = workload.Consume("tasks", byTask[t][0])
 		}
 		list = append(list, task)
 	}
 	return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: wfv1.WorkflowSpec{Entrypoint: "main",
-		Templates: []wfv1.Template{{Name: "main", DAG: &wfv1.DAGTemplate{Tasks: list}}, stepTemplate()}}}, deps
+		Templates: []wfv1.Template{{Name: "main", DAG: &wfv1.DAGTemplate{Tasks: list}}, workload.StepTemplate()}}}, deps
 }
 
 var shapes = []shape{
@@ -65,8 +49,8 @@ var shapes = []shape{
 		wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: wfv1.WorkflowSpec{Entrypoint: "main",
 			Templates: []wfv1.Template{{Name: "main", Steps: []wfv1.ParallelSteps{
 				{Steps: []wfv1.WorkflowStep{{Name: "a", Template: "step"}}},
-				{Steps: []wfv1.WorkflowStep{{Name: "b", Template: "step", Arguments: consume("steps", "a")}, {Name: "c", Template: "step", Arguments: consume("steps", "a")}}},
-			}}, stepTemplate()}}}
+				{Steps: []wfv1.WorkflowStep{{Name: "b", Template: "step", Arguments: workload.Consume("steps", "a")}, {Name: "c", Template: "step", Arguments: workload.Consume("steps", "a")}}},
+			}}, workload.StepTemplate()}}}
 		first := n + "[0].a"
 		return wf, map[string][]string{n + "[1].b": {first}, n + "[1].c": {first}}
 	},
@@ -79,7 +63,7 @@ func behaviour(seed uint64) simnode.Script {
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%s", seed, info.Pod.Namespace, info.Pod.Name)
 		r := rand.New(rand.NewPCG(h.Sum64(), seed))
-		b := simnode.Behavior{Parameters: map[string]string{outputParameter: "ok"}, RunFor: time.Duration(r.IntN(300)) * time.Millisecond}
+		b := simnode.Behavior{Parameters: map[string]string{workload.OutputParameter: "ok"}, RunFor: time.Duration(r.IntN(300)) * time.Millisecond}
 		switch x := r.IntN(100); {
 		case x < 6:
 			b.ExitCode = 1

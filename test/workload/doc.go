@@ -1,0 +1,2 @@
+// Package workload is the step the benchmark and chaos workflows are made of.
+package workload
