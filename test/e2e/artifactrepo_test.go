@@ -63,17 +63,7 @@ const repoTemplates = `
 func TestAnOutputArtifactWithoutALocationGoesToTheNamespacesArtifactRepository(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{Func: uploadToArchive}})
 	e.createRepositories()
-	wf := e.submit(`
-metadata: {name: repo-default}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps:
-    - - {name: produce, template: produce}
-    - - name: consume
-        template: consume
-        arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.a}}"}]}` + repoTemplates)
+	wf := e.submit(manifest(artifactPassing, "repo-default", "a") + repoTemplates)
 	done := e.waitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))

@@ -16,6 +16,20 @@ import (
 var uploaded = wfv1.ArtifactLocation{S3: &wfv1.S3Artifact{
 	S3Bucket: wfv1.S3Bucket{Bucket: "artifacts", Endpoint: "minio:9000"}, Key: "passing/a.tgz"}}
 
+// artifactPassing is a workflow (name, then the producer's artifact the consumer names) whose consumer step
+// takes an artifact from its producer step; templates follow it.
+const artifactPassing = `
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: produce, template: produce}
+    - - name: consume
+        template: consume
+        arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.%s}}"}]}`
+
 // artifactTemplates are a producer of artifact a (and an optional b it never makes) and a consumer of a.
 const artifactTemplates = `
   - name: produce
@@ -103,39 +117,9 @@ func TestAnArtifactFromThatDoesNotResolveFailsOnlyItsWorkflowNamingIt(t *testing
 		"produce": {Artifacts: map[string]wfv1.ArtifactLocation{"a": uploaded}},
 	}}})
 	// b is declared optional and never made: the reference is valid, but nothing is there at run time.
-	missing := e.submit(`
-metadata: {name: art-missing}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps:
-    - - {name: produce, template: produce}
-    - - name: consume
-        template: consume
-        arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.b}}"}]}` + artifactTemplates)
-	undeclared := e.submit(`
-metadata: {name: art-undeclared}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps:
-    - - {name: produce, template: produce}
-    - - name: consume
-        template: consume
-        arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.nope}}"}]}` + artifactTemplates)
-	good := e.submit(`
-metadata: {name: art-good}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps:
-    - - {name: produce, template: produce}
-    - - name: consume
-        template: consume
-        arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.a}}"}]}` + artifactTemplates)
+	missing := e.submit(manifest(artifactPassing, "art-missing", "b") + artifactTemplates)
+	undeclared := e.submit(manifest(artifactPassing, "art-undeclared", "nope") + artifactTemplates)
+	good := e.submit(manifest(artifactPassing, "art-good", "a") + artifactTemplates)
 
 	done := e.waitCompleted(missing.Name)
 	const msg = `unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.b"`
