@@ -8,9 +8,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
@@ -28,9 +27,11 @@ func informationalOnly(before, after *unstructured.Unstructured) bool {
 // decisive is a copy of u without what informationalOnly ignores.
 func decisive(u *unstructured.Unstructured) map[string]any {
 	out := u.DeepCopy().Object
-	nodes, _, _ := unstructured.NestedMap(out, "status", "nodes")
-	for id, raw := range nodes {
-		node, ok := raw.(map[string]any)
+	// The copy is ours: edit its nodes in place (NestedMap/SetNestedMap would copy them twice more).
+	raw, _, _ := unstructured.NestedFieldNoCopy(out, "status", "nodes")
+	nodes, _ := raw.(map[string]any)
+	for _, n := range nodes {
+		node, ok := n.(map[string]any)
 		if !ok {
 			continue
 		}
@@ -40,10 +41,6 @@ func decisive(u *unstructured.Unstructured) map[string]any {
 		if node["phase"] == "Running" {
 			node["phase"] = "Pending"
 		}
-		nodes[id] = node
-	}
-	if nodes != nil {
-		_ = unstructured.SetNestedMap(out, nodes, "status", "nodes")
 	}
 	return out
 }
