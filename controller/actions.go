@@ -95,7 +95,7 @@ func (c *Controller) drainActions(ctx context.Context, p *pass) error {
 		if !actions.Targets(a, p.WF) {
 			out := actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
 				Message: fmt.Sprintf("workflow %s has UID %s, not %s", p.WF.Name, p.WF.UID, a.Spec.WorkflowRef.UID)}
-			errs = append(errs, c.writeOutcome(ctx, a, out))
+			errs = append(errs, outcomeErr(c.writeOutcome(ctx, a, out)))
 			continue
 		}
 		out := actions.Apply(p.WF, p.Ext, a, metav1.NewTime(p.Now))
@@ -158,8 +158,11 @@ func (c *Controller) reportActions(ctx context.Context, p *pass) error {
 			continue
 		}
 		out := actions.Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message}
-		if err := c.writeOutcome(ctx, a, out); err != nil {
+		written, err := c.writeOutcome(ctx, a, out)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if !written {
 			continue
 		}
 		typ, reason := corev1.EventTypeNormal, ReasonActionApplied
@@ -171,46 +174,48 @@ func (c *Controller) reportActions(ctx context.Context, p *pass) error {
 	return errors.Join(errs...)
 }
 
-// writeOutcome sets an action's terminal status (once: a terminal action is never rewritten).
-func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, out actions.Outcome) error {
+// writeOutcome sets an action's terminal status (once: a terminal action is never rewritten). It reports
+// whether this call wrote it: not when the action is gone, or already terminal on the server because our
+// own earlier write has not reached the cache yet (its Events were recorded then).
+func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, out actions.Outcome) (bool, error) {
 	client := c.actions.Namespace(a.Namespace)
 	now := metav1.NewTime(c.clock.Now())
 	status := v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		next := a.DeepCopy()
 		next.Status = status
 		_, err := client.UpdateStatus(ctx, next, updateOptions)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt == 2 {
-			if err != nil {
-				return fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
+		switch {
+		case err == nil:
+			c.metrics.actions.WithLabelValues(actionLabel(a.Spec.Action), string(out.Phase), out.Reason).Inc()
+			typ := corev1.EventTypeNormal
+			if out.Phase != v1alpha1.PhaseSucceeded {
+				typ = corev1.EventTypeWarning
 			}
-			break
+			c.recorder.Eventf(a, typ, out.Reason, "%s", out.Message)
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case !apierrors.IsConflict(err) || attempt == 3:
+			return false, fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
 		}
-		// Our cached copy is stale, most often because our own earlier write of this outcome has not
-		// reached the cache yet: read the action, and stop if it is already terminal.
+		// Our cached copy is stale: read the action, and stop if it is already terminal.
 		fresh, gerr := client.Get(ctx, a.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(gerr) {
-			return nil
+			return false, nil
 		}
 		if gerr != nil {
-			return fmt.Errorf("writing the status of action %s/%s: %w (and re-reading it: %v)", a.Namespace, a.Name, err, gerr)
+			return false, fmt.Errorf("writing the status of action %s/%s: %w (and re-reading it: %v)", a.Namespace, a.Name, err, gerr)
 		}
 		if fresh.UID != a.UID || fresh.Status.Terminal() {
-			return nil
+			return false, nil
 		}
 		a = fresh
 	}
-	c.metrics.actions.WithLabelValues(actionLabel(a.Spec.Action), string(out.Phase), out.Reason).Inc()
-	typ := corev1.EventTypeNormal
-	if out.Phase != v1alpha1.PhaseSucceeded {
-		typ = corev1.EventTypeWarning
-	}
-	c.recorder.Eventf(a, typ, out.Reason, "%s", out.Message)
-	return nil
 }
+
+// outcomeErr keeps writeOutcome's error where only failures matter.
+func outcomeErr(_ bool, err error) error { return err }
 
 // actionLabel bounds the metric's cardinality: unknown action values share one label.
 func actionLabel(action string) string {
@@ -237,8 +242,8 @@ func (c *Controller) failOrphanActions(ctx context.Context, key string) error {
 	}
 	var errs []error
 	for _, a := range pending {
-		errs = append(errs, c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed,
-			Reason: actions.ReasonWorkflowNotFound, Message: fmt.Sprintf("workflow %s does not exist", a.Spec.WorkflowRef.Name)}))
+		errs = append(errs, outcomeErr(c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed,
+			Reason: actions.ReasonWorkflowNotFound, Message: fmt.Sprintf("workflow %s does not exist", a.Spec.WorkflowRef.Name)})))
 	}
 	return errors.Join(errs...)
 }
@@ -255,8 +260,8 @@ func (c *Controller) settleActionsOfCompleted(ctx context.Context, key string, w
 			continue
 		}
 		if !actions.Targets(a, wf) {
-			errs = append(errs, c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
-				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)}))
+			errs = append(errs, outcomeErr(c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
+				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)})))
 			continue
 		}
 		out := actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowCompleted,
@@ -264,7 +269,7 @@ func (c *Controller) settleActionsOfCompleted(ctx context.Context, key string, w
 		if r, ok := recorded[string(a.UID)]; ok {
 			out = actions.Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message}
 		}
-		errs = append(errs, c.writeOutcome(ctx, a, out))
+		errs = append(errs, outcomeErr(c.writeOutcome(ctx, a, out)))
 	}
 	return errors.Join(errs...)
 }
