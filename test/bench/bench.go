@@ -216,17 +216,10 @@ func (r *running) stop() error {
 
 // counter sums a counter family of the controller's registry over all label values.
 func (r *running) counter(name string) float64 {
-	families, err := r.registry.Gather()
-	if err != nil {
-		return 0
-	}
 	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += metricValue(m)
+	for key, v := range r.counters() {
+		if key == name || strings.HasPrefix(key, name+"{") {
+			sum += v
 		}
 	}
 	return sum
@@ -256,14 +249,4 @@ func (r *running) counters() map[string]float64 {
 		}
 	}
 	return out
-}
-
-func metricValue(m *dto.Metric) float64 {
-	switch {
-	case m.GetCounter() != nil:
-		return m.GetCounter().GetValue()
-	case m.GetGauge() != nil:
-		return m.GetGauge().GetValue()
-	}
-	return 0
 }
