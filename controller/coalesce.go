@@ -15,7 +15,8 @@ import (
 )
 
 // informationalNodeFields change as a pod runs but decide nothing: no successor, release or outcome
-// depends on them before the node's phase changes, which is always written at once.
+// depends on them before the node's phase changes, which is always written at once. taskResultSynced is
+// informational only while the node is not completed (decisive keeps it for a completed node).
 var informationalNodeFields = []string{"hostNodeName", "outputs", "taskResultSynced", "resourcesDuration", "progress", "podIP"}
 
 // informationalOnly reports whether after differs from before only in informational node fields or in a
@@ -35,7 +36,13 @@ func decisive(u *unstructured.Unstructured) map[string]any {
 		if !ok {
 			continue
 		}
+		phase, _ := node["phase"].(string)
 		for _, f := range informationalNodeFields {
+			if f == "taskResultSynced" && wfv1.NodePhase(phase).Completed() {
+				// A completed node whose gate opens becomes fulfilled: successors, its pod's release and
+				// podGC follow from it, so it is written at once (I5).
+				continue
+			}
 			delete(node, f)
 		}
 		if node["phase"] == "Running" {

@@ -26,25 +26,33 @@ func TestOnlyChangesThatDecideNothingMayWaitForTheCoalescingWindow(t *testing.T)
 	}
 	cases := []struct {
 		sentence string
+		from     func(*unstructured.Unstructured) // the stored state before the change (nil: base)
 		change   func(*unstructured.Unstructured)
 		want     bool
 	}{
-		{"the node got its host", set([]string{"status", "nodes", "a", "hostNodeName"}, "n1"), true},
-		{"the node went from Pending to Running", set([]string{"status", "nodes", "a", "phase"}, "Running"), true},
-		{"the node's exit code arrived", set([]string{"status", "nodes", "a", "outputs"}, map[string]any{"exitCode": "0"}), true},
-		{"the node's result became synced", set([]string{"status", "nodes", "a", "taskResultSynced"}, true), true},
-		{"the node succeeded", set([]string{"status", "nodes", "a", "phase"}, "Succeeded"), false},
-		{"the node got a waiting message", set([]string{"status", "nodes", "a", "message"}, "waiting for its task result"), false},
-		{"a new node was created", set([]string{"status", "nodes", "b"}, map[string]any{"id": "b", "phase": "Pending"}), false},
-		{"the workflow completed", set([]string{"status", "phase"}, "Succeeded"), false},
-		{"an action was recorded", set([]string{"status", "appliedActions"}, []any{"x"}), false},
-		{"a label changed", set([]string{"metadata", "labels"}, map[string]any{"k": "v"}), false},
+		{"the node got its host", nil, set([]string{"status", "nodes", "a", "hostNodeName"}, "n1"), true},
+		{"the node went from Pending to Running", nil, set([]string{"status", "nodes", "a", "phase"}, "Running"), true},
+		{"the node's exit code arrived", nil, set([]string{"status", "nodes", "a", "outputs"}, map[string]any{"exitCode": "0"}), true},
+		{"the running node's result became synced", set([]string{"status", "nodes", "a", "phase"}, "Running"),
+			set([]string{"status", "nodes", "a", "taskResultSynced"}, true), true},
+		{"the failed node's result became synced, fulfilling it", set([]string{"status", "nodes", "a", "phase"}, "Failed"),
+			set([]string{"status", "nodes", "a", "taskResultSynced"}, true), false},
+		{"the node succeeded", nil, set([]string{"status", "nodes", "a", "phase"}, "Succeeded"), false},
+		{"the node got a waiting message", nil, set([]string{"status", "nodes", "a", "message"}, "waiting for its task result"), false},
+		{"a new node was created", nil, set([]string{"status", "nodes", "b"}, map[string]any{"id": "b", "phase": "Pending"}), false},
+		{"the workflow completed", nil, set([]string{"status", "phase"}, "Succeeded"), false},
+		{"an action was recorded", nil, set([]string{"status", "appliedActions"}, []any{"x"}), false},
+		{"a label changed", nil, set([]string{"metadata", "labels"}, map[string]any{"k": "v"}), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			after := base()
+			before := base()
+			if tc.from != nil {
+				tc.from(before)
+			}
+			after := before.DeepCopy()
 			tc.change(after)
-			if got := informationalOnly(base(), after); got != tc.want {
+			if got := informationalOnly(before, after); got != tc.want {
 				t.Errorf("informationalOnly = %v, want %v", got, tc.want)
 			}
 		})

@@ -3,15 +3,22 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/simnode"
 )
 
@@ -77,4 +84,140 @@ func TestAShortWindowStillShowsARunningNodeWhileItRuns(t *testing.T) {
 		n := wf.Status.Nodes[wf.Name]
 		return n.Phase == wfv1.NodeRunning && n.HostNodeName != ""
 	})
+}
+
+const failedBesideHeld = `
+metadata: {name: failed-beside-held}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: boom, template: boom}
+      - {name: held, template: held}
+  - name: boom
+    container: {image: alpine, command: ["false"]}
+  - name: held
+    container: {image: alpine, command: ["true"]}
+`
+
+// TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased is I5 under coalescing: a failed pod's
+// node is written Failed at once, but it is fulfilled only when its result completes, a change that by itself
+// looks informational. The pod may lose its finalizer only after a workflow revision records the node both
+// final and synced; etcd revisions order the two streams.
+func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	e := newEnv(t, envOptions{
+		coalesce: time.Hour,
+		script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
+			"boom": {ExitCode: 1},
+			"held": {Hold: hold},
+		}},
+		// The failed pod is seen before its (already finalized) result: the node is Failed, not yet synced.
+		// The delay stays under the direct-read grace, so the cache, not a read past it, completes the node.
+		wrap: func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
+			if resource != "workflowtaskresults" {
+				return lw
+			}
+			return faultinject.DelayWatchEvents(lw, 300*time.Millisecond, nil)
+		},
+	})
+	order := e.watchReleaseOrder(t.Context())
+	wf := e.submit(failedBesideHeld)
+	failed := e.waitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, wf.Name+".boom")
+		return n != nil && n.Phase == wfv1.NodeFailed
+	})
+	released, fulfilled := order(nodeByName(failed, wf.Name+".boom").ID)
+	stored, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released == 0 {
+		t.Fatalf("boom's pod was never released while held ran on\n%s", describe(stored))
+	}
+	if fulfilled == 0 || fulfilled >= released {
+		t.Errorf("I5: boom's pod lost its finalizer at revision %d, but the first revision recording boom Failed and synced is %d (0: none yet)\n%s",
+			released, fulfilled, describe(stored))
+	}
+	if n := nodeByName(stored, wf.Name+".held"); n == nil || n.Phase.Completed() {
+		t.Errorf("held should still run, so nothing but boom's result decided the pass\n%s", describe(stored))
+	}
+	if got := e.metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
+		t.Errorf("wfguard_finalizer_released_before_persist_total = %v, want 0", got)
+	}
+}
+
+// watchReleaseOrder watches the namespace's workflows and pods; the function it returns waits until the pod
+// of node id lost the status finalizer and reports that pod revision and the first workflow revision that
+// showed the node fulfilled (0: none).
+func (e *env) watchReleaseOrder(ctx context.Context) func(id string) (released, fulfilled int64) {
+	e.t.Helper()
+	wfWatch, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	podWatch, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	fulfilledAt, releasedAt := map[string]int64{}, map[string]int64{}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev := range wfWatch.ResultChan() {
+			wf, ok := ev.Object.(*wfv1.Workflow)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
+			mu.Lock()
+			for id, n := range wf.Status.Nodes {
+				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
+					fulfilledAt[id] = rv
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		had := map[string]bool{}
+		for ev := range podWatch.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			id := pod.Annotations[common.AnnotationKeyNodeID]
+			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
+			mu.Lock()
+			if _, done := releasedAt[id]; !done && had[pod.Name] && !has {
+				releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
+			}
+			had[pod.Name] = had[pod.Name] || has
+			mu.Unlock()
+		}
+	}()
+	stop := func() {
+		wfWatch.Stop()
+		podWatch.Stop()
+		wg.Wait()
+	}
+	e.t.Cleanup(stop)
+	return func(id string) (int64, int64) {
+		e.t.Helper()
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			_, ok := releasedAt[id]
+			return ok, nil
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return releasedAt[id], fulfilledAt[id]
+	}
 }
