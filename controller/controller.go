@@ -78,6 +78,9 @@ type Options struct {
 	WrapHandler func(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler
 	// Points are named crash points and the worker gate (faultinject); nil passes everywhere.
 	Points *faultinject.Points
+	// PassDeadline bounds one reconcile pass of one key (default DefaultPassDeadline): past it the pass's
+	// context is cancelled, so its API calls and fault points return, and the key is retried with backoff.
+	PassDeadline time.Duration
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
 }
@@ -159,6 +162,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.ActionGCInterval <= 0 {
 		opts.ActionGCInterval = time.Minute
+	}
+	if opts.PassDeadline <= 0 {
+		opts.PassDeadline = DefaultPassDeadline
 	}
 	if opts.DirectReadBudget <= 0 {
 		opts.DirectReadBudget = 20
@@ -339,7 +345,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		h(key)
 	}
 	start := c.clock.Now()
-	requeueAfter, err := c.reconcile(ctx, key)
+	requeueAfter, panicked, err := c.guardedReconcile(ctx, key)
+	if panicked != nil {
+		if h := c.opts.Hooks.ReconcileEnd; h != nil {
+			h(key)
+		}
+		if c.handlePanic(ctx, key, panicked) {
+			c.queue.Forget(key) // the workflow records the panic; its write's echo brings the key back
+		} else {
+			c.queue.AddRateLimited(key)
+		}
+		return true
+	}
 	if errors.Is(err, faultinject.ErrCrash) {
 		// Nothing more happens in a dead process: no other pass may start, this key's included.
 		c.crashed.Store(true)
@@ -352,6 +369,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds())
 	switch {
+	case errors.Is(err, errPassDeadline):
+		c.metrics.reconciles.WithLabelValues(resultDeadline).Inc()
+		c.log.Error("reconcile exceeded its deadline; abandoned and retrying with backoff", "workflow", key,
+			"deadline", c.opts.PassDeadline, "err", err)
+		c.reportDeadline(key)
+		c.queue.AddRateLimited(key)
 	case err != nil:
 		c.metrics.reconciles.WithLabelValues(resultError).Inc()
 		c.log.Error("reconcile failed; retrying with backoff", "workflow", key, "err", err)

@@ -8,8 +8,10 @@ import (
 
 // Label values.
 const (
-	resultSuccess = "success"
-	resultError   = "error"
+	resultSuccess  = "success"
+	resultError    = "error"
+	resultPanic    = "panic"
+	resultDeadline = "deadline_exceeded"
 
 	persistUpdated   = "updated"
 	persistConflict  = "conflict"
@@ -59,7 +61,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_reconcile_total",
-			Help: "Reconcile passes by result (success, error)."}, []string{"result"}),
+			Help: "Reconcile passes by result (success, error, panic, deadline_exceeded)."}, []string{"result"}),
 		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_reconcile_duration_seconds",
 			Help: "Duration of one reconcile pass.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		persists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_persist_total",

@@ -38,6 +38,7 @@ type controllerFlags struct {
 	workers            int
 	qps                float64
 	coalesceWindow     time.Duration
+	passDeadline       time.Duration
 	burst              int
 	executorImage      string
 	instanceID         string
@@ -79,6 +80,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
 	fs.DurationVar(&f.coalesceWindow, "status-coalesce-window", time.Second,
 		"how long a status change that decides nothing (pod host, exit code, Pending→Running) may wait to share a later write (0 writes every change at once)")
+	fs.DurationVar(&f.passDeadline, "pass-deadline", controller.DefaultPassDeadline,
+		"how long one reconcile pass of one workflow may take before it is abandoned (its calls cancelled) and retried with backoff")
 	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
 	registerFaultFlags(fs, &f.faultFlags)
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
@@ -97,6 +100,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.coalesceWindow < 0 {
 		return nil, fmt.Errorf("--status-coalesce-window must not be negative, got %s", f.coalesceWindow)
+	}
+	if f.passDeadline <= 0 {
+		return nil, fmt.Errorf("--pass-deadline must be positive, got %s", f.passDeadline)
 	}
 	if f.actionTTL <= 0 {
 		return nil, fmt.Errorf("--action-ttl must be positive, got %s", f.actionTTL)
@@ -211,6 +217,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
+		PassDeadline:         f.passDeadline,
 		Logger:               log, Registry: registry,
 	}
 	faults.apply(&opts)
