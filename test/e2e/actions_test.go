@@ -221,10 +221,24 @@ func TestStopAndTerminateActions(t *testing.T) {
 }
 
 func TestActionsAreAppliedInCreationOrder(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "burst"))
-	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "burst[0].approve") != nil })
-	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name).
+	// The workflow's pod runs until the burst is over, so no action can find it completed: a Resume only
+	// lifts the workflow-level suspension (there is no suspend node to finish), whichever pass applies it.
+	hold := make(chan struct{})
+	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
+	wf := e.submit(`
+metadata: {name: burst}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}
+`)
+	e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "burst")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name): out
+	// of order, a Resume finds nothing suspended or a Suspend finds the workflow already suspended.
 	var names []string
 	for i := range 20 {
 		kind := v1alpha1.ActionSuspend
@@ -235,6 +249,13 @@ func TestActionsAreAppliedInCreationOrder(t *testing.T) {
 	}
 	for _, n := range names {
 		expectOutcome(t, e.waitAction(n), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	}
+	if st := e.extStatus(wf.Name); st["suspended"] != false {
+		t.Errorf("after the last Resume the workflow should not be suspended, status.suspended = %v", st["suspended"])
+	}
+	close(hold)
+	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("phase = %s\n%s", done.Status.Phase, describe(done))
 	}
 }
 
