@@ -72,7 +72,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return staleRequeue, nil
 	}
 	// A deferred pass continues like an unchanged one: it decided nothing the stored copy does not record
-	// (the same nodes fulfilled), so releases and pod GC may follow; its requeue writes it later.
+	// (the same nodes fulfilled), so releases and pod GC may follow; its requeue writes it later. They decide
+	// from the stored copy itself, so I5 does not rest on informationalOnly alone.
+	persisted := p.WF
+	if outcome == deferred {
+		stored, _, err := extstatus.FromUnstructured(p.loaded)
+		if err != nil {
+			return 0, fmt.Errorf("decoding the stored copy of %s: %w", key, err)
+		}
+		persisted = stored
+	}
 	c.afterPersist(p, outcome == written)
 	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
 		return 0, err
@@ -82,10 +91,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if errors.Is(actErr, faultinject.ErrCrash) {
 		return 0, actErr // a dead process releases nothing
 	}
-	if err := errors.Join(actErr, c.releaseFinalizers(ctx, p.WF, p.Pods)); err != nil {
+	if err := errors.Join(actErr, c.releaseFinalizers(ctx, persisted, p.Pods)); err != nil {
 		return 0, err
 	}
-	gcAfter, err := c.collectAndExpire(ctx, p.WF, p.Pods)
+	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
 	if err != nil {
 		return 0, err
 	}
