@@ -52,6 +52,8 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"a bad log format is named", []string{"controller", "--log-format=xml"}, 2, `--log-format must be json or text, got "xml"`},
 		{"zero workers are refused", []string{"controller", "--workflow-workers=0"}, 2, "--workflow-workers must be at least 1"},
 		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
+		{"a zero pass deadline is refused", []string{"controller", "--pass-deadline=0"}, 2, "--pass-deadline must be positive, got 0s"},
+		{"controller -h lists the pass deadline", []string{"controller", "-h"}, 0, "-pass-deadline"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
