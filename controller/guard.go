@@ -27,6 +27,9 @@ const (
 	ReasonReconcileDeadlineExceeded = "WorkflowReconcileDeadlineExceeded"
 )
 
+// maxPanicMessage caps the panic text written to status.message and the Event.
+const maxPanicMessage = 1024
+
 // markErrorTimeout bounds the write that errors a workflow whose pass panicked.
 const markErrorTimeout = 30 * time.Second
 
@@ -62,6 +65,10 @@ var errPassDeadline = errors.New("the pass exceeded its deadline and was abandon
 func (c *Controller) handlePanic(ctx context.Context, key string, p *panicked) bool {
 	c.metrics.reconciles.WithLabelValues(resultPanic).Inc()
 	msg := fmt.Sprintf("the controller panicked reconciling this workflow: %v", p.value)
+	if len(msg) > maxPanicMessage {
+		// The whole value is in the log; a huge one must not make the Error write itself fail.
+		msg = msg[:maxPanicMessage] + "… (truncated; the controller log has it whole)"
+	}
 	c.log.Error("reconcile panicked; erroring the workflow", "workflow", key, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 	ctx, cancel := context.WithTimeout(ctx, markErrorTimeout)
 	defer cancel()

@@ -1,15 +1,23 @@
 package controller
 
 import (
+	"context"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wfguard/wfguard/test/controlplane"
 )
@@ -82,4 +90,73 @@ func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t
 			t.Errorf("markError = %v, %v; want false, nil", marked, err)
 		}
 	})
+}
+
+// A controller that may not update workflows cannot record a panic: the key is retried with per-key backoff
+// (AddRateLimited), never in a hot loop, and the workflow is left as it was.
+func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
+	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	user := "wfguard-without-update-" + ns
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{}) })
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+	config := rest.CopyConfig(cp.Config())
+	config.Impersonate = rest.ImpersonationConfig{UserName: user}
+
+	registry := prometheus.NewRegistry()
+	c, err := New(config, Options{Namespace: ns, Workers: 2, Registry: registry, Logger: slog.New(slog.DiscardHandler),
+		Hooks: Hooks{BeforePersist: func(string) { panic("injected") }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := c.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+
+	argo := versioned.NewForConfigOrDie(cp.Config())
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "unrecordable", Namespace: ns},
+		Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Suspend: &wfv1.SuspendTemplate{}}}}}
+	if _, err := argo.ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), wf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key := ns + "/" + wf.Name
+	// Three panics: the key came back after each failed Error write, through the rate limiter.
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(c.metrics.reconciles.WithLabelValues(resultPanic)) >= 3, nil
+	}); err != nil {
+		t.Fatalf("the panicking key was not retried: %v", err)
+	}
+	if n := c.queue.NumRequeues(key); n < 2 {
+		t.Errorf("requeues through the rate limiter = %d, want ≥ 2 (backoff, not an immediate Add)", n)
+	}
+	got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" || strings.Contains(got.Status.Message, "panicked") {
+		t.Errorf("the workflow was written although the controller may not update it: %s %q", got.Status.Phase, got.Status.Message)
+	}
 }
