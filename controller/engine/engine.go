@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -491,6 +493,9 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 			err = applyTimeout(pod, n, timeout, p.Now)
 		}
 	}
+	if err == nil {
+		err = refuseUnresolvedOutputs(pod)
+	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
 		synced = true
@@ -614,3 +619,28 @@ func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID,
 	p.Events = append(p.Events, nodeEvent(n))
 	return n
 }
+
+// unresolvedOutputRef matches a {{...}} reference that names outputs, e.g. {{steps.s1.outputs.parameters.out}}.
+var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*outputs[^{}]*\}\}`)
+
+// refuseUnresolvedOutputs fails a pod that still carries a {{...outputs...}} reference in a container's
+// command, args or environment (ARGO_TEMPLATE included): the output it names was never set, and the pod
+// would run with the literal text (I8). Argument substitution leaves unknown references as they are, so
+// this is the last point where the node can still error instead.
+func refuseUnresolvedOutputs(pod *corev1.Pod) error {
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		fields := append(slices.Clone(c.Command), c.Args...)
+		for _, env := range c.Env {
+			fields = append(fields, env.Value)
+		}
+		for _, f := range fields {
+			if ref := unresolvedOutputRef.FindString(f); ref != "" {
+				return fmt.Errorf("%s: %s in container %s of pod %s; the output it names was never set", UnresolvedOutputsPrefix, ref, c.Name, pod.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// UnresolvedOutputsPrefix starts the message of a node whose pod was refused for an unresolved output reference.
+const UnresolvedOutputsPrefix = "refusing to create a pod with an unresolved output reference"

@@ -215,4 +215,6 @@ const (
 	ReasonWorkflowSuspended  = "WorkflowSuspended"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
 	ReasonTaskResultTimeout  = taskresult.ReasonTimeout
+	// ReasonMissingOutputs: a node's finalized result lacks declared outputs; the node errors (I8).
+	ReasonMissingOutputs = "WorkflowNodeMissingOutputs"
 )

@@ -1,0 +1,56 @@
+package taskresult
+
+import (
+	"slices"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+)
+
+// ApplyOutputDefaults fills, in outputs, each declared output parameter the executor did not report with
+// its valueFrom.default (argoexec does the same when the file is missing), and returns the outputs to
+// store (nil stays nil when nothing was declared with a default).
+func ApplyOutputDefaults(tmpl *wfv1.Template, outputs *wfv1.Outputs) *wfv1.Outputs {
+	if tmpl == nil {
+		return outputs
+	}
+	for _, p := range tmpl.Outputs.Parameters {
+		if p.ValueFrom == nil || p.ValueFrom.Default == nil || hasValue(outputs, p.Name) {
+			continue
+		}
+		if outputs == nil {
+			outputs = &wfv1.Outputs{}
+		}
+		v := *p.ValueFrom.Default
+		if i := slices.IndexFunc(outputs.Parameters, func(q wfv1.Parameter) bool { return q.Name == p.Name }); i >= 0 {
+			outputs.Parameters[i].Value = &v
+			continue
+		}
+		outputs.Parameters = append(outputs.Parameters, wfv1.Parameter{Name: p.Name, Value: &v})
+	}
+	return outputs
+}
+
+// MissingOutputs lists the outputs a pod template declares that outputs lacks, after defaults: output
+// parameters without a value (and without valueFrom.default) and non-optional artifacts. A finalized
+// result that misses one of them can never supply it.
+func MissingOutputs(tmpl *wfv1.Template, outputs *wfv1.Outputs) []string {
+	if tmpl == nil {
+		return nil
+	}
+	var missing []string
+	for _, p := range tmpl.Outputs.Parameters {
+		if !hasValue(outputs, p.Name) && (p.ValueFrom == nil || p.ValueFrom.Default == nil) {
+			missing = append(missing, "parameter "+p.Name)
+		}
+	}
+	for _, a := range tmpl.Outputs.Artifacts {
+		if !a.Optional && (outputs == nil || !slices.ContainsFunc(outputs.Artifacts, func(b wfv1.Artifact) bool { return b.Name == a.Name })) {
+			missing = append(missing, "artifact "+a.Name)
+		}
+	}
+	return missing
+}
+
+func hasValue(outputs *wfv1.Outputs, name string) bool {
+	return outputs != nil && slices.ContainsFunc(outputs.Parameters, func(p wfv1.Parameter) bool { return p.Name == name && p.Value != nil })
+}
