@@ -1,6 +1,7 @@
 package taskresult
 
 import (
+	"fmt"
 	"slices"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -53,4 +54,25 @@ func MissingOutputs(tmpl *wfv1.Template, outputs *wfv1.Outputs) []string {
 
 func hasValue(outputs *wfv1.Outputs, name string) bool {
 	return outputs != nil && slices.ContainsFunc(outputs.Parameters, func(p wfv1.Parameter) bool { return p.Name == name && p.Value != nil })
+}
+
+// ApplySuppliedDefaults returns a copy of a suspend node's outputs in which every parameter still waiting
+// for a supplied value takes its valueFrom.default; one with no default is argo's error (the node cannot
+// complete without it).
+func ApplySuppliedDefaults(outputs *wfv1.Outputs) (*wfv1.Outputs, error) {
+	if outputs == nil {
+		return nil, nil
+	}
+	out := outputs.DeepCopy()
+	for i, param := range out.Parameters {
+		if param.ValueFrom == nil || param.ValueFrom.Supplied == nil {
+			continue
+		}
+		if param.ValueFrom.Default == nil {
+			return nil, fmt.Errorf("raw output parameter '%s' has not been set and does not have a default value", param.Name)
+		}
+		out.Parameters[i].Value = param.ValueFrom.Default
+		out.Parameters[i].ValueFrom = nil
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // PodControl is the engine's only I/O: it creates pods and stops running ones.
@@ -591,6 +592,7 @@ func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayNa
 	if n == nil {
 		n = p.newNode(nodeName, displayName, wfv1.NodeTypeSuspend, tmpl.Name, boundaryID, wfv1.NodeRunning, "")
 		n.Inputs = inputsOf(tmpl)
+		n.Outputs = suppliedOutputs(tmpl)
 		p.setNode(n)
 		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSuspended, Message: "Suspended node " + nodeName})
 	}
@@ -603,6 +605,12 @@ func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayNa
 	}
 	until := n.StartedAt.Add(d)
 	if !p.Now.Before(until) {
+		// Expired: as after a plain resume, each output nobody supplied takes its default (argo's rule).
+		outputs, err := taskresult.ApplySuppliedDefaults(n.Outputs)
+		if err != nil {
+			return p.markPhase(n, wfv1.NodeError, err.Error())
+		}
+		n.Outputs = outputs
 		return p.markPhase(n, wfv1.NodeSucceeded, "")
 	}
 	p.requeueBy(until)
@@ -644,3 +652,19 @@ func refuseUnresolvedOutputs(pod *corev1.Pod) error {
 
 // UnresolvedOutputsPrefix starts the message of a node whose pod was refused for an unresolved output reference.
 const UnresolvedOutputsPrefix = "refusing to create a pod with an unresolved output reference"
+
+// suppliedOutputs are a suspend node's outputs awaiting a value: its template's output parameters with
+// valueFrom.supplied, stored on the node as argo does, so a resume (or the duration's end) can fill them
+// with the given value or their default.
+func suppliedOutputs(tmpl *wfv1.Template) *wfv1.Outputs {
+	var out *wfv1.Outputs
+	for _, param := range tmpl.Outputs.Parameters {
+		if param.ValueFrom != nil && param.ValueFrom.Supplied != nil {
+			if out == nil {
+				out = &wfv1.Outputs{}
+			}
+			out.Parameters = append(out.Parameters, *param.DeepCopy())
+		}
+	}
+	return out
+}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +126,76 @@ func TestAFinalizedResultWithoutADeclaredOutputErrorsItsNodeAndStartsNoSuccessor
 			}
 			if !ok || !strings.Contains(strings.Join(pod.Spec.Containers[1].Command, " "), tc.wantBArgs) {
 				t.Fatalf("b's pod = %v, want it to run with %q", ok, tc.wantBArgs)
+			}
+		})
+	}
+}
+
+const timedApproval = `
+metadata: {name: timed, namespace: ns, uid: 22222222-2222-2222-2222-222222222222}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: approve, template: approve}
+    - - {name: after, template: report, arguments: {parameters: [{name: answer, value: "{{steps.approve.outputs.parameters.answer}}"}]}}
+  - name: approve
+    suspend: {duration: "10s"}
+    outputs: {parameters: [{name: answer, valueFrom: {supplied: {}%s}}]}
+  - name: report
+    inputs: {parameters: [{name: answer}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.answer}}"]}
+`
+
+func TestASuspendDurationThatExpiresAppliesTheOutputDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		sentence    string
+		def         string
+		wantApprove wfv1.NodePhase
+		wantMessage string
+		wantArg     string // after's argument; "" = after never starts
+	}{
+		{"an expired suspend gives its output the default and the next step runs with it", ", default: maybe", wfv1.NodeSucceeded, "", "maybe"},
+		{"an expired suspend whose output has no default errors, as argo does", "", wfv1.NodeError,
+			"raw output parameter 'answer' has not been set and does not have a default value", ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{}
+			if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(timedApproval, tc.def)), wf); err != nil {
+				t.Fatal(err)
+			}
+			pods := &recordingPods{created: map[string]*corev1.Pod{}}
+			e := &Engine{Pods: pods}
+			now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+			for _, at := range []time.Duration{0, time.Second, 11 * time.Second, 12 * time.Second} {
+				p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now.Add(at), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+				if _, err := e.Start(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Execute(context.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				if at == time.Second {
+					if n := p0(wf, "timed[0].approve"); n == nil || n.Phase != wfv1.NodeRunning || n.Outputs == nil || n.Outputs.Parameters[0].ValueFrom.Supplied == nil {
+						t.Fatalf("while suspended, approve = %+v; want Running with its supplied output awaiting a value", n)
+					}
+				}
+			}
+			approve := p0(wf, "timed[0].approve")
+			if approve.Phase != tc.wantApprove || approve.Message != tc.wantMessage {
+				t.Fatalf("approve = %s %q, want %s %q", approve.Phase, approve.Message, tc.wantApprove, tc.wantMessage)
+			}
+			after := p0(wf, "timed[1].after")
+			if tc.wantArg == "" {
+				if after != nil {
+					t.Fatalf("after started: %+v", after)
+				}
+				return
+			}
+			pod, ok := pods.created[after.ID]
+			if !ok || !slices.Contains(pod.Spec.Containers[1].Command, tc.wantArg) {
+				t.Fatalf("after's pod = %v, want it to run with %q", ok, tc.wantArg)
 			}
 		})
 	}
