@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
 )
 
@@ -20,7 +21,8 @@ type podControl struct {
 }
 
 // CreatePod creates a pod. A pod of the same name that belongs to this workflow UID is success (a pass
-// that created it was not persisted); one of another UID is an error, never adopted.
+// that created it was not persisted); one of another UID is never adopted: engine.PodNameTakenError, on
+// which the node waits for that pod to go.
 func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
@@ -36,7 +38,7 @@ func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	want := pod.Labels[podspec.LabelWorkflowUID]
 	if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
-		return fmt.Errorf("pod %s/%s already exists for workflow UID %q, not %q; waiting for it to go", pod.Namespace, pod.Name, got, want)
+		return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: got}
 	}
 	return nil
 }

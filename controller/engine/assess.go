@@ -47,6 +47,8 @@ func AssessNodes(p *Pass) {
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
 			assessPod(p, n, pod)
+		case waitingForOldPod(n):
+			// Its pod was never created: the execute phase retries the create (waitForOldPod).
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
 			if !n.Phase.Completed() {
 				p.requeueBy(n.StartedAt.Add(PodMissingGrace))
