@@ -24,23 +24,32 @@ type podControl struct {
 // that created it was not persisted); one of another UID is never adopted: engine.PodNameTakenError, on
 // which the node waits for that pod to go.
 func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
-	_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err == nil {
-		pc.metrics.podsCreated.Inc()
+	// The pod of the same name can go between our create and our read (an earlier workflow's pod being
+	// released): then the create is simply tried again.
+	for range 3 {
+		_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			pc.metrics.podsCreated.Inc()
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		existing, getErr := pc.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(getErr) {
+			continue
+		}
+		if getErr != nil {
+			return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
+		}
+		want := pod.Labels[podspec.LabelWorkflowUID]
+		if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
+			return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: got}
+		}
 		return nil
 	}
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	existing, getErr := pc.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if getErr != nil {
-		return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
-	}
-	want := pod.Labels[podspec.LabelWorkflowUID]
-	if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
-		return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: got}
-	}
-	return nil
+	// Still coming and going: wait like for any earlier pod, and try again on the next pass.
+	return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: "unknown"}
 }
 
 // StopPod lowers activeDeadlineSeconds to 1, so the kubelet ends the pod (reason DeadlineExceeded).

@@ -58,7 +58,7 @@ func (e *env) startController(o envOptions) {
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
 		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
-		StatusCoalesceWindow: o.coalesce,
+		StatusCoalesceWindow: o.coalesce, OldPodWait: o.oldPodWait,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -87,6 +87,8 @@ type envOptions struct {
 	points  *faultinject.Points
 	// coalesce is the StatusCoalesceWindow (0: every pass writes).
 	coalesce time.Duration
+	// oldPodWait bounds a node's wait for a deleted same-named workflow's pod (0: the default).
+	oldPodWait time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
