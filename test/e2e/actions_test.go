@@ -222,7 +222,8 @@ func TestStopAndTerminateActions(t *testing.T) {
 
 func TestActionsAreAppliedInCreationOrder(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "burst"))
+	// A plain Resume of approve needs a default for its answer (issue #14 item 7: it is refused otherwise).
+	wf := e.submit(fmt.Sprintf(approvalWithDefault, "burst", "", ", default: maybe"))
 	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "burst[0].approve") != nil })
 	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name).
 	var names []string
