@@ -714,7 +714,7 @@ func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID,
 }
 
 // unresolvedOutputRef matches a {{...}} reference that names outputs, e.g. {{steps.s1.outputs.parameters.out}}.
-var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*outputs[^{}]*\}\}`)
+var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*\boutputs\.(parameters|result|artifacts)\b[^{}]*\}\}`)
 
 // refuseUnresolvedOutputs fails a pod that still carries a {{...outputs...}} reference in a container's
 // command, args or environment (ARGO_TEMPLATE included): the output it names was never set, and the pod

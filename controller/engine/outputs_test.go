@@ -200,3 +200,25 @@ func TestASuspendDurationThatExpiresAppliesTheOutputDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestAPodWithAnUnresolvedOutputReferenceIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		value    string
+		refused  bool
+	}{
+		{"a step output parameter", "echo {{steps.s1.outputs.parameters.out}}", true},
+		{"a task result", "{{tasks.a.outputs.result}}", true},
+		{"a workflow output, spaced", "{{ workflow.outputs.parameters.x }}", true},
+		{"an expression", "{{=steps['s1'].outputs.parameters.out}}", true},
+		{"an artifact reference", `{"from":"{{steps.s1.outputs.artifacts.a}}"}`, true},
+		{"a resolved value", "echo v", false},
+		{"an input reference is not an output", "{{inputs.parameters.x}}", false},
+		{"a helm value named outputs is not argo's", "{{ .Values.outputs }}", false},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Env: []corev1.EnvVar{{Name: "X", Value: tc.value}}}}}}
+		if err := refuseUnresolvedOutputs(pod); (err != nil) != tc.refused {
+			t.Errorf("%s: err = %v, want refused %v", tc.sentence, err, tc.refused)
+		}
+	}
+}

@@ -314,7 +314,7 @@ func containsStatus(raw []byte) bool { return strings.Contains(string(raw), `"f:
 // unresolvedOutputRef matches a {{...}} reference naming outputs, e.g. {{steps.s1.outputs.parameters.out}}:
 // left in a pod, it means the pod runs with the literal text instead of the value it asks for. The
 // checker keeps its own pattern rather than the engine's, so a bug in one is not hidden by the other.
-var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*outputs[^{}]*\}\}`)
+var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*\boutputs\.(parameters|result|artifacts)\b[^{}]*\}\}`)
 
 // I8: no pod is created with an unresolved {{...outputs...}} reference in its command, args or environment
 // (ARGO_TEMPLATE included), in any container. Checked on the first version of every pod seen.

@@ -102,7 +102,7 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 		{"a pod whose arguments were all resolved is clean",
 			history{pods: []*corev1.Pod{func() *corev1.Pod {
 				p := pod("3", "pb", "w.b", "b", corev1.PodPending)
-				p.Spec.Containers = []corev1.Container{{Name: "main", Args: []string{"echo", "hello"}, Env: []corev1.EnvVar{{Name: "X", Value: "{{not an output}}"}}}}
+				p.Spec.Containers = []corev1.Container{{Name: "main", Args: []string{"echo", "hello"}, Env: []corev1.EnvVar{{Name: "X", Value: "{{ .Values.outputs }}"}}}}
 				return p
 			}()}}, plan{}, nil, ""},
 	}
