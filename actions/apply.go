@@ -12,6 +12,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // Outcome reasons, one per outcome.
@@ -24,6 +25,9 @@ const (
 	ReasonNothingToStop            = "NothingToStop"
 	ReasonInvalidNodeFieldSelector = "InvalidNodeFieldSelector"
 	ReasonUnknownAction            = "UnknownAction"
+	// ReasonMissingOutputParameter: a resumed suspend node declares an output (valueFrom.supplied) that
+	// the Resume did not set and that has no default; nothing is applied.
+	ReasonMissingOutputParameter = "MissingOutputParameter"
 )
 
 // Outcome is what applying one action did.
@@ -106,6 +110,26 @@ func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.Resum
 	if len(nodes) == 0 && !wasSuspended {
 		return failed(ReasonNothingToResume, "workflow %s has nothing suspended to resume (no suspended workflow, no active suspend node matching)", wf.Name)
 	}
+	// Every node's outputs are settled before anything is applied: one node missing a required output
+	// refuses the whole Resume, so the workflow is untouched.
+	resumed := make(map[string]*wfv1.Outputs, len(nodes))
+	for _, id := range nodes {
+		n := wf.Status.Nodes[id]
+		outputs := n.Outputs.DeepCopy()
+		if params != nil && len(params.OutputParameters) > 0 {
+			if outputs == nil {
+				outputs = &wfv1.Outputs{}
+			}
+			for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
+				setParameter(outputs, k, params.OutputParameters[k])
+			}
+		}
+		outputs, err := taskresult.ApplySuppliedDefaults(outputs)
+		if err != nil {
+			return failed(ReasonMissingOutputParameter, "node %s: %v; resume it with outputParameters", n.Name, err)
+		}
+		resumed[id] = outputs
+	}
 	if wasSuspended {
 		f := false
 		ext.Suspended = &f
@@ -116,17 +140,23 @@ func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.Resum
 		n.Phase = wfv1.NodeSucceeded
 		n.Message = ""
 		n.FinishedAt = now
-		if params != nil && len(params.OutputParameters) > 0 {
-			if n.Outputs == nil {
-				n.Outputs = &wfv1.Outputs{}
-			}
-			for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
-				n.Outputs.Parameters = append(n.Outputs.Parameters, wfv1.Parameter{Name: k, Value: wfv1.AnyStringPtr(params.OutputParameters[k])})
-			}
-		}
+		n.Outputs = resumed[id]
 		wf.Status.Nodes[id] = n
 	}
 	return succeeded(fmt.Sprintf("resumed (%d suspend nodes)", len(nodes)))
+}
+
+// setParameter gives output parameter name its supplied value: the declared one awaiting it (which stops
+// waiting), else a new parameter.
+func setParameter(outputs *wfv1.Outputs, name, value string) {
+	for i, p := range outputs.Parameters {
+		if p.Name == name {
+			outputs.Parameters[i].Value = wfv1.AnyStringPtr(value)
+			outputs.Parameters[i].ValueFrom = nil
+			return
+		}
+	}
+	outputs.Parameters = append(outputs.Parameters, wfv1.Parameter{Name: name, Value: wfv1.AnyStringPtr(value)})
 }
 
 // stopNodes fails the active suspend nodes matching the selector with the message.

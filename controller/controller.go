@@ -50,6 +50,9 @@ type Options struct {
 	// TaskResultTimeout bounds a node's wait for its task result after its pod ended (default 2m);
 	// a workflow's wfguard.io/task-result-timeout annotation overrides it.
 	TaskResultTimeout time.Duration
+	// OldPodWait bounds how long a node waits for a pod of its name left by a deleted workflow of the same
+	// name to go (default engine.DefaultOldPodWait).
+	OldPodWait time.Duration
 	// DirectReadBudget caps task-result reads past the cache per workflow pass (default 20).
 	DirectReadBudget int
 	// ActionTTL is how long a terminal WorkflowAction is kept after its completion (default 24h).
@@ -215,6 +218,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		ExecutorImage:   opts.ExecutorImage,
 		InstanceID:      opts.InstanceID,
 		StatusFinalizer: opts.StatusFinalizer,
+		OldPodWait:      opts.OldPodWait,
 	}
 	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
 )
 
@@ -20,25 +21,35 @@ type podControl struct {
 }
 
 // CreatePod creates a pod. A pod of the same name that belongs to this workflow UID is success (a pass
-// that created it was not persisted); one of another UID is an error, never adopted.
+// that created it was not persisted); one of another UID is never adopted: engine.PodNameTakenError, on
+// which the node waits for that pod to go.
 func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
-	_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err == nil {
-		pc.metrics.podsCreated.Inc()
+	// The pod of the same name can go between our create and our read (an earlier workflow's pod being
+	// released): then the create is simply tried again.
+	for range 3 {
+		_, err := pc.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			pc.metrics.podsCreated.Inc()
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		existing, getErr := pc.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(getErr) {
+			continue
+		}
+		if getErr != nil {
+			return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
+		}
+		want := pod.Labels[podspec.LabelWorkflowUID]
+		if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
+			return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: got}
+		}
 		return nil
 	}
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	existing, getErr := pc.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if getErr != nil {
-		return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
-	}
-	want := pod.Labels[podspec.LabelWorkflowUID]
-	if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
-		return fmt.Errorf("pod %s/%s already exists for workflow UID %q, not %q; waiting for it to go", pod.Namespace, pod.Name, got, want)
-	}
-	return nil
+	// Still coming and going: wait like for any earlier pod, and try again on the next pass.
+	return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: "unknown"}
 }
 
 // StopPod lowers activeDeadlineSeconds to 1, so the kubelet ends the pod (reason DeadlineExceeded).

@@ -51,6 +51,7 @@ func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult) MergeStats {
 			if merged.ExitCode == nil && node.Outputs != nil {
 				merged.ExitCode = node.Outputs.ExitCode
 			}
+			keepSetParameters(merged, node.Outputs)
 			if node.Outputs == nil || !equalOutputs(node.Outputs, merged) {
 				node.Outputs = merged
 				changed = true
@@ -85,4 +86,17 @@ func ownedBy(r *wfv1.WorkflowTaskResult, wf *wfv1.Workflow) bool {
 
 func equalOutputs(a, b *wfv1.Outputs) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// keepSetParameters carries into merged each parameter value the node already has and merged lacks (a
+// declared default the controller applied): a result never erases a value.
+func keepSetParameters(merged, node *wfv1.Outputs) {
+	if node == nil {
+		return
+	}
+	for _, p := range node.Parameters {
+		if p.Value != nil && !hasValue(merged, p.Name) {
+			merged.Parameters = append(merged.Parameters, p)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package taskresult
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,38 @@ func TestADirectReadWaitsForTheGraceAndOnlyForEndedPodsWithoutACompleteResult(t 
 		if got := NeedsDirectRead(n, tc.pod, tc.r, since, tc.now); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestMissingOutputsHonoursDefaultsAndOptionalArtifacts(t *testing.T) {
+	tmpl := &wfv1.Template{Outputs: wfv1.Outputs{
+		Parameters: []wfv1.Parameter{
+			{Name: "out", ValueFrom: &wfv1.ValueFrom{Path: "/tmp/out"}},
+			{Name: "soft", ValueFrom: &wfv1.ValueFrom{Path: "/tmp/soft", Default: wfv1.AnyStringPtr("d")}},
+		},
+		Artifacts: []wfv1.Artifact{{Name: "logs", Path: "/tmp/logs"}, {Name: "extra", Path: "/tmp/x", Optional: true}},
+	}}
+	for _, tc := range []struct {
+		sentence string
+		outputs  *wfv1.Outputs
+		want     []string
+	}{
+		{"nothing reported misses every required output, not the defaulted or optional ones", nil, []string{"parameter out", "artifact logs"}},
+		{"a parameter without a value is missing", &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out"}}, Artifacts: []wfv1.Artifact{{Name: "logs"}}},
+			[]string{"parameter out"}},
+		{"everything required reported is complete", &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("v")}},
+			Artifacts: []wfv1.Artifact{{Name: "logs"}}}, nil},
+	} {
+		if got := MissingOutputs(tmpl, tc.outputs); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: missing = %v, want %v", tc.sentence, got, tc.want)
+		}
+	}
+	got := ApplyOutputDefaults(tmpl, nil)
+	if got == nil || len(got.Parameters) != 1 || got.Parameters[0].Name != "soft" || got.Parameters[0].Value.String() != "d" {
+		t.Errorf("defaults applied = %+v, want soft=d only", got)
+	}
+	kept := ApplyOutputDefaults(tmpl, &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "soft", Value: wfv1.AnyStringPtr("reported")}}})
+	if kept.Parameters[0].Value.String() != "reported" {
+		t.Errorf("a reported value was replaced by the default: %+v", kept.Parameters)
 	}
 }

@@ -47,6 +47,8 @@ func AssessNodes(p *Pass) {
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
 			assessPod(p, n, pod)
+		case waitingForOldPod(n):
+			// Its pod was never created: the execute phase retries the create (waitForOldPod).
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
 			if !n.Phase.Completed() {
 				p.requeueBy(n.StartedAt.Add(PodMissingGrace))
@@ -187,8 +189,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 			}
 			break
 		}
-		p.setNode(n)
-		p.markPhase(n, wfv1.NodeSucceeded, "")
+		succeedWithOutputs(p, n, pod)
 		return
 	case corev1.PodFailed:
 		n.Daemoned = nil
@@ -207,6 +208,10 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 			t := true
 			n.TaskResultSynced = &t
 		}
+		if phase == wfv1.NodeSucceeded {
+			succeedWithOutputs(p, n, pod)
+			return
+		}
 		p.setNode(n)
 		p.markPhase(n, phase, msg)
 		return
@@ -214,6 +219,28 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 	if !equalNode(&before, n) {
 		p.setNode(n)
 	}
+}
+
+// MissingOutputsPrefix starts the message of a node whose pod succeeded but whose finalized result lacks
+// declared outputs (argo's log line says "required outputs are not yet set"; here they never will be).
+const MissingOutputsPrefix = "required outputs are not set"
+
+// succeedWithOutputs ends a node whose pod succeeded and whose result is in: Succeeded with its declared
+// defaults applied, or Error naming each declared output the finalized result lacks. The executor will
+// report nothing more, so a successor could only run with the literal {{...outputs...}} reference (I8).
+func succeedWithOutputs(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
+	tmpl := p.templateOf(n)
+	if tmpl != nil && tmpl.Outputs.HasOutputs() {
+		n.Outputs = taskresult.ApplyOutputDefaults(tmpl, n.Outputs.DeepCopy())
+	}
+	p.setNode(n)
+	if missing := taskresult.MissingOutputs(tmpl, n.Outputs); len(missing) > 0 {
+		msg := fmt.Sprintf("%s: the executor finalized the task result of pod %s without %s", MissingOutputsPrefix, pod.Name, strings.Join(missing, ", "))
+		p.markPhase(n, wfv1.NodeError, msg)
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonMissingOutputs, Message: "Node " + n.Name + ": " + msg})
+		return
+	}
+	p.markPhase(n, wfv1.NodeSucceeded, "")
 }
 
 func equalNode(a, b *wfv1.NodeStatus) bool {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // PodControl is the engine's only I/O: it creates pods and stops running ones.
@@ -44,6 +47,32 @@ type Engine struct {
 	ExecutorImage   string
 	InstanceID      string
 	StatusFinalizer bool
+	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
+	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
+	OldPodWait time.Duration
+}
+
+// DefaultOldPodWait is how long a node waits for an earlier workflow's pod to free its name. The old pod
+// goes once the orphan path releases its status finalizer and the garbage collector deletes it: seconds.
+const DefaultOldPodWait = 2 * time.Minute
+
+// OldPodPollInterval is how often a node waiting for an earlier workflow's pod tries its create again.
+const OldPodPollInterval = time.Second
+
+// WaitingForOldPodPrefix starts the message of a Pending node whose pod name is still taken by a pod of
+// an earlier workflow of the same name.
+const WaitingForOldPodPrefix = "waiting for the pod of an earlier workflow of the same name to go"
+
+// PodNameTakenError is a create refused because a pod of that name belongs to another workflow UID:
+// in practice an earlier workflow of the same name, deleted, whose pod is still going.
+type PodNameTakenError struct {
+	Namespace, Name string
+	// OwnerUID is the workflow UID the existing pod carries.
+	OwnerUID string
+}
+
+func (e *PodNameTakenError) Error() string {
+	return fmt.Sprintf("pod %s/%s already exists for workflow UID %q", e.Namespace, e.Name, e.OwnerUID)
 }
 
 // MaxWorkflowSize bounds the encoded workflow; larger ones cannot be stored in etcd reliably.
@@ -333,6 +362,15 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		p.Events = append(p.Events, nodeEvent(n))
 		return n, nil
 	}
+	if n := p.node(nodeName); n != nil && n.Type == wfv1.NodeTypePod && waitingForOldPod(n) {
+		// Its pod was never created: build it again below (same node ID) and retry the create, keeping
+		// when the wait began.
+		if p.oldPodWaits == nil {
+			p.oldPodWaits = map[string]wfv1.NodeStatus{}
+		}
+		p.oldPodWaits[n.ID] = *n
+		p.forgetNode(n.ID)
+	}
 	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
 		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
 		if n.Type == wfv1.NodeTypePod {
@@ -464,6 +502,9 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		return n, nil
 	}
 	n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodePending, "")
+	if waited, ok := p.oldPodWaits[n.ID]; ok {
+		n.StartedAt = waited.StartedAt // the node started when it first tried; its template timeout counts from then
+	}
 	n.Inputs = inputsOf(tmpl)
 	synced := false
 	n.TaskResultSynced = &synced
@@ -490,6 +531,9 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		if timeout, err = templateTimeout(tmpl); err == nil {
 			err = applyTimeout(pod, n, timeout, p.Now)
 		}
+	}
+	if err == nil {
+		err = refuseUnresolvedOutputs(pod)
 	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
@@ -541,6 +585,10 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 		if err == nil {
 			continue
 		}
+		if taken := (*PodNameTakenError)(nil); errors.As(err, &taken) {
+			e.waitForOldPod(p, c, taken)
+			continue
+		}
 		if retryable(err) {
 			p.forgetNode(c.nodeID)
 			transient = append(transient, fmt.Errorf("creating pod %s for node %s: %w", c.pod.Name, c.nodeName, err))
@@ -556,6 +604,49 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 		return &apiError{errors.Join(transient...)}
 	}
 	return nil
+}
+
+// waitForOldPod keeps a node whose pod name is taken by an earlier workflow's pod Pending, saying so, and
+// asks for another pass soon; past OldPodWait it errors the node naming the pod. The earlier workflow was
+// deleted, so its pod goes once the orphan path releases it: this is a wait, not a failure.
+func (e *Engine) waitForOldPod(p *Pass, c podCreate, taken *PodNameTakenError) {
+	n := p.nodeByID(c.nodeID)
+	if n == nil {
+		return
+	}
+	waited, again := p.oldPodWaits[c.nodeID]
+	since := p.Now
+	if again {
+		if s := waitingSince(waited.Message); !s.IsZero() {
+			since = s
+		}
+	}
+	timeout := e.OldPodWait
+	if timeout <= 0 {
+		timeout = DefaultOldPodWait
+	}
+	if !p.Now.Before(since.Add(timeout)) {
+		synced := true // no pod of this node will ever report
+		n.TaskResultSynced = &synced
+		p.markPhase(n, wfv1.NodeError, fmt.Sprintf("pod %s/%s of an earlier workflow of the same name (UID %s) was still there after %s; "+
+			"this node's pod cannot be created under its name (look for a finalizer other than %s on it)", taken.Namespace, taken.Name, taken.OwnerUID, timeout, common.FinalizerPodStatus))
+		return
+	}
+	msg := fmt.Sprintf("%s: pod %s/%s belongs to workflow UID %s (since %s)", WaitingForOldPodPrefix, taken.Namespace, taken.Name, taken.OwnerUID,
+		since.UTC().Format(time.RFC3339))
+	n.Phase = wfv1.NodePending
+	n.Message = msg
+	p.setNode(n)
+	if !again {
+		p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForOldPod, Message: "Node " + n.Name + ": " + msg})
+	}
+	p.requeueBy(p.Now.Add(OldPodPollInterval))
+}
+
+// waitingForOldPod reports whether a node's pod was not created yet because an earlier workflow's pod
+// still has its name.
+func waitingForOldPod(n *wfv1.NodeStatus) bool {
+	return n.Phase == wfv1.NodePending && strings.HasPrefix(n.Message, WaitingForOldPodPrefix)
 }
 
 // retryable reports API errors worth retrying: argo's transient ones, plus an internal server error or a
@@ -586,6 +677,7 @@ func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayNa
 	if n == nil {
 		n = p.newNode(nodeName, displayName, wfv1.NodeTypeSuspend, tmpl.Name, boundaryID, wfv1.NodeRunning, "")
 		n.Inputs = inputsOf(tmpl)
+		n.Outputs = suppliedOutputs(tmpl)
 		p.setNode(n)
 		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSuspended, Message: "Suspended node " + nodeName})
 	}
@@ -598,6 +690,12 @@ func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayNa
 	}
 	until := n.StartedAt.Add(d)
 	if !p.Now.Before(until) {
+		// Expired: as after a plain resume, each output nobody supplied takes its default (argo's rule).
+		outputs, err := taskresult.ApplySuppliedDefaults(n.Outputs)
+		if err != nil {
+			return p.markPhase(n, wfv1.NodeError, err.Error())
+		}
+		n.Outputs = outputs
 		return p.markPhase(n, wfv1.NodeSucceeded, "")
 	}
 	p.requeueBy(until)
@@ -613,4 +711,45 @@ func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID,
 	n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
 	p.Events = append(p.Events, nodeEvent(n))
 	return n
+}
+
+// unresolvedOutputRef matches a {{...}} reference that names outputs, e.g. {{steps.s1.outputs.parameters.out}}.
+var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*\boutputs\.(parameters|result|artifacts)\b[^{}]*\}\}`)
+
+// refuseUnresolvedOutputs fails a pod that still carries a {{...outputs...}} reference in a container's
+// command, args or environment (ARGO_TEMPLATE included): the output it names was never set, and the pod
+// would run with the literal text (I8). Argument substitution leaves unknown references as they are, so
+// this is the last point where the node can still error instead.
+func refuseUnresolvedOutputs(pod *corev1.Pod) error {
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		fields := append(slices.Clone(c.Command), c.Args...)
+		for _, env := range c.Env {
+			fields = append(fields, env.Value)
+		}
+		for _, f := range fields {
+			if ref := unresolvedOutputRef.FindString(f); ref != "" {
+				return fmt.Errorf("%s: %s in container %s of pod %s; the output it names was never set", UnresolvedOutputsPrefix, ref, c.Name, pod.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// UnresolvedOutputsPrefix starts the message of a node whose pod was refused for an unresolved output reference.
+const UnresolvedOutputsPrefix = "refusing to create a pod with an unresolved output reference"
+
+// suppliedOutputs are a suspend node's outputs awaiting a value: its template's output parameters with
+// valueFrom.supplied, stored on the node as argo does, so a resume (or the duration's end) can fill them
+// with the given value or their default.
+func suppliedOutputs(tmpl *wfv1.Template) *wfv1.Outputs {
+	var out *wfv1.Outputs
+	for _, param := range tmpl.Outputs.Parameters {
+		if param.ValueFrom != nil && param.ValueFrom.Supplied != nil {
+			if out == nil {
+				out = &wfv1.Outputs{}
+			}
+			out.Parameters = append(out.Parameters, *param.DeepCopy())
+		}
+	}
+	return out
 }

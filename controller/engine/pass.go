@@ -43,6 +43,9 @@ type Pass struct {
 	// base is where template names of the steps or DAG being run resolve (the workflow, or a
 	// WorkflowTemplate reached through templateRef); new nodes record it as their templateScope.
 	base templateBase
+	// oldPodWaits are the nodes found waiting for an earlier workflow's pod, as they were, by node ID: their
+	// pods are built and created again this pass.
+	oldPodWaits map[string]wfv1.NodeStatus
 	// holders are the WorkflowTemplates read this pass, by scope/name.
 	holders map[string]wfv1.TemplateHolder
 }
@@ -215,4 +218,8 @@ const (
 	ReasonWorkflowSuspended  = "WorkflowSuspended"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
 	ReasonTaskResultTimeout  = taskresult.ReasonTimeout
+	// ReasonNodeWaitingForOldPod: a node's pod name is still taken by an earlier same-named workflow's pod.
+	ReasonNodeWaitingForOldPod = "WorkflowNodeWaitingForOldPod"
+	// ReasonMissingOutputs: a node's finalized result lacks declared outputs; the node errors (I8).
+	ReasonMissingOutputs = "WorkflowNodeMissingOutputs"
 )

@@ -145,6 +145,12 @@ func TestNoInterleavingOfPodAndResultEventsBreaksI1OrI2(t *testing.T) {
 			if a != nil && a.Phase == wfv1.NodeSucceeded && (!taskresult.Synced(a) || a.Outputs == nil || len(a.Outputs.Parameters) == 0) {
 				t.Fatalf("run %d step %d: I1 violated: a Succeeded with outputs %v (pod seen %d, result seen %d)", run, step, a.Outputs, podSeen, resultSeen)
 			}
+			// I8: no pod is created with an unresolved {{...outputs...}} reference.
+			for _, pod := range pods.created {
+				if err := refuseUnresolvedOutputs(pod); err != nil {
+					t.Fatalf("run %d step %d: I8 violated: %v", run, step, err)
+				}
+			}
 			// I2: b's pod exists only once a is fulfilled, and it carries a's value.
 			bID := wf.NodeID("chain[1].b")
 			if pod, ok := pods.created[bID]; ok {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,7 @@ func check(h history, p plan, final []*unstructured.Unstructured) []violation {
 	out = append(out, checkI5(versions, h)...)
 	out = append(out, checkI6(versions, h)...)
 	out = append(out, checkI7(final)...)
+	out = append(out, checkI8(h)...)
 	return out
 }
 
@@ -308,3 +310,35 @@ func checkI7(final []*unstructured.Unstructured) []violation {
 }
 
 func containsStatus(raw []byte) bool { return strings.Contains(string(raw), `"f:status"`) }
+
+// unresolvedOutputRef matches a {{...}} reference naming outputs, e.g. {{steps.s1.outputs.parameters.out}}:
+// left in a pod, it means the pod runs with the literal text instead of the value it asks for. The
+// checker keeps its own pattern rather than the engine's, so a bug in one is not hidden by the other.
+var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*\boutputs\.(parameters|result|artifacts)\b[^{}]*\}\}`)
+
+// I8: no pod is created with an unresolved {{...outputs...}} reference in its command, args or environment
+// (ARGO_TEMPLATE included), in any container. Checked on the first version of every pod seen.
+func checkI8(h history) []violation {
+	var out []violation
+	seen := map[string]bool{}
+	for _, pod := range h.pods {
+		if seen[string(pod.UID)] {
+			continue
+		}
+		seen[string(pod.UID)] = true
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			fields := append(slices.Clone(c.Command), c.Args...)
+			for _, env := range c.Env {
+				fields = append(fields, env.Value)
+			}
+			for _, f := range fields {
+				if ref := unresolvedOutputRef.FindString(f); ref != "" {
+					out = append(out, violation{"I8", fmt.Sprintf("pod %s/%s (node %s) created with the unresolved reference %s in container %s",
+						pod.Namespace, pod.Name, pod.Annotations[common.AnnotationKeyNodeName], ref, c.Name)})
+					break
+				}
+			}
+		}
+	}
+	return out
+}

@@ -87,6 +87,24 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 				u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}})
 				return u
 			}()}, "I7"},
+		{"a pod whose argument still reads {{steps.a.outputs.parameters.out}} breaks I8",
+			history{pods: []*corev1.Pod{func() *corev1.Pod {
+				p := pod("3", "pb", "w.b", "b", corev1.PodPending)
+				p.Spec.Containers = []corev1.Container{{Name: "main", Args: []string{"echo", "{{steps.a.outputs.parameters.out}}"}}}
+				return p
+			}()}}, plan{}, nil, "I8"},
+		{"a pod whose ARGO_TEMPLATE still reads {{tasks.a.outputs.result}} breaks I8",
+			history{pods: []*corev1.Pod{func() *corev1.Pod {
+				p := pod("3", "pb", "w.b", "b", corev1.PodPending)
+				p.Spec.InitContainers = []corev1.Container{{Name: "init", Env: []corev1.EnvVar{{Name: common.EnvVarTemplate, Value: `{"name":"b","inputs":{"parameters":[{"name":"x","value":"{{tasks.a.outputs.result}}"}]}}`}}}}
+				return p
+			}()}}, plan{}, nil, "I8"},
+		{"a pod whose arguments were all resolved is clean",
+			history{pods: []*corev1.Pod{func() *corev1.Pod {
+				p := pod("3", "pb", "w.b", "b", corev1.PodPending)
+				p.Spec.Containers = []corev1.Container{{Name: "main", Args: []string{"echo", "hello"}, Env: []corev1.EnvVar{{Name: "X", Value: "{{ .Values.outputs }}"}}}}
+				return p
+			}()}}, plan{}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {

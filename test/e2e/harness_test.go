@@ -58,7 +58,7 @@ func (e *env) startController(o envOptions) {
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
 		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
-		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline,
+		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -89,6 +89,8 @@ type envOptions struct {
 	coalesce time.Duration
 	// passDeadline is the PassDeadline (0: the default).
 	passDeadline time.Duration
+	// oldPodWait bounds a node's wait for a deleted same-named workflow's pod (0: the default).
+	oldPodWait time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {

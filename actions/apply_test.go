@@ -1,0 +1,79 @@
+package actions
+
+import (
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller/extstatus"
+)
+
+// approvalWith is a workflow suspended at node approve, whose answer output awaits a supplied value
+// (stored on the node as the engine does) with the given default, if any.
+func approvalWith(def *string) *wfv1.Workflow {
+	vf := &wfv1.ValueFrom{Supplied: &wfv1.SuppliedValueFrom{}}
+	if def != nil {
+		vf.Default = wfv1.AnyStringPtr(*def)
+	}
+	return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, Nodes: wfv1.Nodes{
+		"approve": {ID: "approve", Name: "w[0].approve", DisplayName: "approve", Type: wfv1.NodeTypeSuspend, Phase: wfv1.NodeRunning,
+			Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "answer", ValueFrom: vf}}}},
+	}}}
+}
+
+func TestResumeSetsSuppliedOutputsOrTheirDefaultsAndRefusesWithoutEither(t *testing.T) {
+	def := "maybe"
+	for _, tc := range []struct {
+		sentence   string
+		wf         *wfv1.Workflow
+		params     *v1alpha1.ResumeParameters
+		wantPhase  v1alpha1.ActionPhase
+		wantReason string
+		wantAnswer string // "" = the node is not resumed
+	}{
+		{"a plain resume gives the output its default", approvalWith(&def), nil, v1alpha1.PhaseSucceeded, ReasonApplied, "maybe"},
+		{"a supplied value wins over the default", approvalWith(&def),
+			&v1alpha1.ResumeParameters{OutputParameters: map[string]string{"answer": "yes"}}, v1alpha1.PhaseSucceeded, ReasonApplied, "yes"},
+		{"a supplied value needs no default", approvalWith(nil),
+			&v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=approve", OutputParameters: map[string]string{"answer": "no"}}, v1alpha1.PhaseSucceeded, ReasonApplied, "no"},
+		{"a plain resume of an output with neither value nor default is refused and changes nothing", approvalWith(nil), nil,
+			v1alpha1.PhaseFailed, ReasonMissingOutputParameter, ""},
+		{"a resume setting another parameter still leaves answer unset and is refused", approvalWith(nil),
+			&v1alpha1.ResumeParameters{OutputParameters: map[string]string{"other": "x"}}, v1alpha1.PhaseFailed, ReasonMissingOutputParameter, ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			before := tc.wf.DeepCopy()
+			ext := &extstatus.Extensions{}
+			out := Apply(tc.wf, ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: "w"},
+				Action: v1alpha1.ActionResume, Resume: tc.params}}, metav1.Now())
+			if out.Phase != tc.wantPhase || out.Reason != tc.wantReason {
+				t.Fatalf("outcome = %+v, want %s/%s", out, tc.wantPhase, tc.wantReason)
+			}
+			n := tc.wf.Status.Nodes["approve"]
+			if tc.wantAnswer == "" {
+				if n.Phase != wfv1.NodeRunning || ext.Suspended != nil || n.Outputs.Parameters[0].Value != nil ||
+					n.Outputs.Parameters[0].ValueFrom == nil || len(n.Outputs.Parameters) != len(before.Status.Nodes["approve"].Outputs.Parameters) {
+					t.Fatalf("a refused resume changed the workflow: %+v", n)
+				}
+				if want := "node w[0].approve: raw output parameter 'answer' has not been set and does not have a default value; resume it with outputParameters"; out.Message != want {
+					t.Errorf("message = %q, want %q", out.Message, want)
+				}
+				return
+			}
+			if n.Phase != wfv1.NodeSucceeded {
+				t.Fatalf("node %s, want Succeeded", n.Phase)
+			}
+			var got []string
+			for _, p := range n.Outputs.Parameters {
+				if p.Name == "answer" && p.Value != nil && p.ValueFrom == nil {
+					got = append(got, p.Value.String())
+				}
+			}
+			if len(got) != 1 || got[0] != tc.wantAnswer {
+				t.Errorf("answer = %v, want exactly [%s] with no valueFrom left", got, tc.wantAnswer)
+			}
+		})
+	}
+}
