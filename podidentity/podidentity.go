@@ -47,12 +47,12 @@ type Mismatch string
 // Mismatches.
 const (
 	Match           Mismatch = ""
-	OtherNamespace  Mismatch = "other-namespace"
-	OtherOwner      Mismatch = "other-owner"
-	OtherWorkflow   Mismatch = "other-workflow-label"
-	NoNodeID        Mismatch = "no-node-id"
-	OtherNode       Mismatch = "other-node"
-	UnexpectedName  Mismatch = "unexpected-name"
+	OtherNamespace  Mismatch = "other_namespace"
+	OtherOwner      Mismatch = "other_owner"
+	OtherWorkflow   Mismatch = "other_workflow_label"
+	NoNodeID        Mismatch = "no_node_id"
+	OtherNode       Mismatch = "other_node"
+	UnexpectedName  Mismatch = "unexpected_name"
 	maxPodNameStem           = 253 - 10 - 1 // argo cuts "<workflow>-<template>" to this before "-<hash>"
 	nodeIDHashDigit          = "0123456789"
 )
