@@ -342,9 +342,9 @@ func (c *Controller) readResult(ctx context.Context, namespace, name string) (*w
 func (c *Controller) reportIgnored(p *pass, stats taskresult.MergeStats) {
 	for _, ig := range stats.Ignored {
 		c.metrics.ignoredResults.WithLabelValues(ig.Reason).Inc()
+		// Recorded at once, not with the pass's Events: ignoring changes nothing, so the pass may not write.
 		if c.firstReport(p.WF.Namespace + "/" + ig.Name + "/" + ig.Reason) {
-			p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonTaskResultIgnored, Message: fmt.Sprintf(
-				"Task result %s ignored: %s", ig.Name, ignoredResultWhy[ig.Reason])})
+			c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonTaskResultIgnored, "Task result %s ignored: %s", ig.Name, ignoredResultWhy[ig.Reason])
 		}
 	}
 }

@@ -195,21 +195,28 @@ func (e *env) metric(name string, labels map[string]string) float64 {
 	return total
 }
 
+// events returns the messages of the Events with reason on the named object in namespace.
+func (e *env) events(namespace, kind, name, reason string) []string {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Events(namespace).List(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Reason == reason {
+			got = append(got, ev.Message)
+		}
+	}
+	return got
+}
+
 // waitEvent waits for an Event with reason on the named object in namespace and returns its messages.
 func (e *env) waitEvent(namespace, kind, name, reason string) []string {
 	e.t.Helper()
 	var got []string
-	err := wait.PollUntilContextTimeout(e.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := e.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		got = got[:0]
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && ev.Reason == reason {
-				got = append(got, ev.Message)
-			}
-		}
+	err := wait.PollUntilContextTimeout(e.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = e.events(namespace, kind, name, reason)
 		return len(got) > 0, nil
 	})
 	if err != nil {
