@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/podidentity"
 )
 
 // Index names.
@@ -250,20 +252,47 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 }
 
-// podsOf returns the workflow's pods by node ID, skipping pods of another workflow UID (same name, older).
+// podsOf returns the workflow's pods by node ID: only those podidentity says the controller created for
+// that node. Another workflow UID's pods (same name, older) are not indexed under this UID; a pod that
+// claims this UID but fails the rule (another namespace, another name, ...) is reported and ignored.
 func (c *Controller) podsOf(wf *wfv1.Workflow) map[string]*corev1.Pod {
 	objs, _ := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowUID, string(wf.UID))
 	pods := make(map[string]*corev1.Pod, len(objs))
+	owner := podidentity.OwnerOf(wf)
 	for _, o := range objs {
 		pod := o.(*corev1.Pod)
 		id := pod.Annotations[common.AnnotationKeyNodeID]
-		if id == "" {
+		var node *wfv1.NodeStatus
+		if n, ok := wf.Status.Nodes[id]; ok {
+			node = &n
+		}
+		if !c.ours(owner, node, pod) {
 			continue
 		}
 		pods[id] = pod
 	}
 	return pods
 }
+
+// ours reports whether pod is the pod the controller created for node of owner (podidentity); a pod that
+// is not is counted and warned about once, on the pod (it may be in a namespace the workflow is not).
+func (c *Controller) ours(owner podidentity.Owner, node *wfv1.NodeStatus, pod *corev1.Pod) bool {
+	m := podidentity.Check(owner, node, pod)
+	if m == podidentity.Match {
+		return true
+	}
+	if c.firstReport(string(pod.UID) + "/ignored/" + string(m)) {
+		c.metrics.ignoredPods.WithLabelValues(string(m)).Inc()
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonPodIgnored,
+			"Pod claims workflow %s/%s (UID %s) but is not the pod the controller created for it (%s); ignored, its finalizers left alone",
+			owner.Namespace, owner.Name, owner.UID, m)
+		c.log.Warn("ignoring a pod that is not the controller's", "pod", pod.Namespace+"/"+pod.Name, "workflow", owner.Namespace+"/"+owner.Name, "reason", m)
+	}
+	return false
+}
+
+// ReasonPodIgnored is the Warning Event on a pod that claims a workflow it provably does not belong to.
+const ReasonPodIgnored = "PodIgnored"
 
 // resultsOf returns the task results labelled with the workflow's name; Merge checks their owner UID.
 func (c *Controller) resultsOf(key string) []*wfv1.WorkflowTaskResult {

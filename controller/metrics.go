@@ -30,9 +30,6 @@ const (
 	releaseOrphaned  = "orphaned"
 	releaseDeleting  = "deleting"
 	releaseDisabled  = "disabled"
-
-	ignoredForeign     = "foreign_owner"
-	ignoredUnknownNode = "unknown_node"
 )
 
 type metrics struct {
@@ -53,6 +50,7 @@ type metrics struct {
 	releaseLatency        prometheus.Histogram
 	directReads           *prometheus.CounterVec
 	ignoredResults        *prometheus.CounterVec
+	ignoredPods           *prometheus.CounterVec
 	resultWait            prometheus.Histogram
 	resultTimeouts        prometheus.Counter
 	waitingNodes          prometheus.Gauge
@@ -96,7 +94,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
 			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
 		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
-			Help: "Task results not merged, by reason (foreign_owner, unknown_node); counted per pass."}, []string{"reason"}),
+			Help: "Task results not merged, by reason (foreign_owner, unknown_node, not_a_pod_node, no_matching_pod, predates_pod); counted per pass."}, []string{"reason"}),
+		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
+			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
 		resultWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_taskresult_wait_seconds",
 			Help:    "Time a node waited for its task result after its pod ended, until the gate opened (complete or timed out).",
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),
@@ -106,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
-		m.directReads, m.ignoredResults, m.resultWait, m.resultTimeouts, m.waitingNodes} {
+		m.directReads, m.ignoredResults, m.ignoredPods, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

@@ -16,31 +16,34 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podidentity"
 )
-
-// ownerWorkflowUID is the UID of the Workflow that owns a pod ("" when none does).
-func ownerWorkflowUID(pod *corev1.Pod) string {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "Workflow" && ref.UID != "" {
-			return string(ref.UID)
-		}
-	}
-	return ""
-}
 
 // orphaned reports whether a pod holding our finalizer belongs to no workflow in the cache. Identity is by
 // UID, so a new workflow of the same name never adopts (nor frees) an old one's pods. The workflow
-// informer holds every workflow of our instance, completed ones included.
+// informer holds every workflow of our instance, completed ones included. Only a pod the controller
+// created (podidentity, against the workflow its ownerReference names, in the pod's own namespace) is an
+// orphan: a pod without a Workflow owner, or that names a workflow UID living in another namespace, or
+// whose name and node ID disagree, is not ours to release.
 func (c *Controller) orphaned(pod *corev1.Pod) bool {
 	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
 		return false
 	}
-	uid := ownerWorkflowUID(pod)
-	if uid == "" {
-		return true // no owning workflow at all: nothing will ever capture it
+	owner, ok := podidentity.ClaimedOwner(pod)
+	if !ok {
+		return false
 	}
-	objs, err := c.inf.workflows.GetIndexer().ByIndex(IndexWorkflowUID, uid)
-	return err == nil && len(objs) == 0
+	objs, err := c.inf.workflows.GetIndexer().ByIndex(IndexWorkflowUID, string(owner.UID))
+	if err != nil {
+		return false
+	}
+	for _, o := range objs {
+		if wf, ok := o.(metav1.Object); ok && wf.GetNamespace() != pod.Namespace {
+			c.ours(podidentity.Owner{Namespace: wf.GetNamespace(), Name: wf.GetName(), UID: wf.GetUID()}, nil, pod) // reports it
+			return false
+		}
+	}
+	return len(objs) == 0 && c.ours(owner, nil, pod)
 }
 
 // releaseOrphans is the orphan path of a key: pods labelled for this workflow name, in its namespace

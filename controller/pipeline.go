@@ -22,6 +22,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -276,8 +277,8 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 	}
 	p.TaskResultTimeout = timeout
 	cached := c.resultsOf(p.key)
-	c.reportIgnored(p, taskresult.Merge(p.WF, cached))
-	p.Results = taskresult.Owned(p.WF, cached)
+	c.reportIgnored(p, taskresult.Merge(p.WF, cached, p.Pods))
+	p.Results = taskresult.Owned(p.WF, cached, p.Pods)
 
 	budget := c.opts.DirectReadBudget
 	var direct []*wfv1.WorkflowTaskResult
@@ -292,8 +293,8 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 		}
 		budget--
 		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
-		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r})) == 0 {
-			// Another workflow's (same name, older UID): the cache pass already reported it.
+		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r}, p.Pods)) == 0 {
+			// Not this node's pod's result (e.g. another workflow UID's): reported by the merge below.
 			r, outcome = nil, directReadForeign
 		}
 		c.metrics.directReads.WithLabelValues(outcome).Inc()
@@ -306,8 +307,8 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 		}
 	}
 	if len(direct) > 0 {
-		c.reportIgnored(p, taskresult.Merge(p.WF, direct))
-		for id, r := range taskresult.Owned(p.WF, direct) {
+		c.reportIgnored(p, taskresult.Merge(p.WF, direct, p.Pods))
+		for id, r := range taskresult.Owned(p.WF, direct, p.Pods) {
 			p.Results[id] = r
 		}
 	}
@@ -345,22 +346,25 @@ func (c *Controller) readResult(ctx context.Context, namespace, name string) (*w
 	}
 }
 
-// reportIgnored warns once per result about results that were not merged (bad input, never fatal).
+// reportIgnored counts results that decided nothing and warns once per result (bad or hostile input,
+// never fatal: the node keeps waiting for its own pod's report).
 func (c *Controller) reportIgnored(p *pass, stats taskresult.MergeStats) {
-	for _, name := range stats.Foreign {
-		c.metrics.ignoredResults.WithLabelValues(ignoredForeign).Inc()
-		if c.firstReport(p.WF.Namespace + "/" + name + "/foreign") {
-			p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonTaskResultIgnored, Message: fmt.Sprintf(
-				"Task result %s belongs to another workflow UID (e.g. a deleted workflow of the same name); ignored", name)})
+	for _, ig := range stats.Ignored {
+		c.metrics.ignoredResults.WithLabelValues(ig.Reason).Inc()
+		// Recorded at once, not with the pass's Events: ignoring changes nothing, so the pass may not write.
+		if c.firstReport(p.WF.Namespace + "/" + ig.Name + "/" + ig.Reason) {
+			c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonTaskResultIgnored, "Task result %s ignored: %s", ig.Name, ignoredResultWhy[ig.Reason])
 		}
 	}
-	for _, name := range stats.Unknown {
-		c.metrics.ignoredResults.WithLabelValues(ignoredUnknownNode).Inc()
-		if c.firstReport(p.WF.Namespace + "/" + name + "/unknown") {
-			p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonTaskResultIgnored, Message: fmt.Sprintf(
-				"Task result %s names no node of this workflow; ignored", name)})
-		}
-	}
+}
+
+// ignoredResultWhy explains each reason a result is ignored, for the Event.
+var ignoredResultWhy = map[string]string{
+	taskresult.IgnoredForeign:       "it belongs to another workflow UID, workflow or namespace (e.g. a deleted workflow of the same name)",
+	taskresult.IgnoredUnknownNode:   "it names no node of this workflow",
+	taskresult.IgnoredNotAPodNode:   "its node runs no pod, so no executor reports for it; its outputs come from the controller or an action",
+	taskresult.IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
+	taskresult.IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
 }
 
 // firstReport is true the first time key is seen (bounded memory: the set is reset when large).
@@ -418,7 +422,7 @@ func (c *Controller) assessNodes(ctx context.Context, p *pass) {
 		name := podspec.PodName(p.WF.Name, n.Name, n.TemplateName, n.ID)
 		pod, err := c.kube.CoreV1().Pods(p.WF.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
-		case err == nil && string(pod.UID) != "" && ownerWorkflowUID(pod) == string(p.WF.UID):
+		case err == nil && string(pod.UID) != "" && podidentity.Check(podidentity.OwnerOf(p.WF), &n, pod) == podidentity.Match:
 			p.Pods[id] = pod
 		case err != nil && !apierrors.IsNotFound(err):
 			// Unknown: never conclude "deleted" from an error; look again on a later pass.
@@ -506,6 +510,9 @@ func (c *Controller) forgetReleased(obj any) {
 
 // releaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
 func (c *Controller) releaseByOwner(ctx context.Context, u *unstructured.Unstructured) error {
-	held := func(pod *corev1.Pod) bool { return slices.Contains(pod.Finalizers, podfinalizer.Finalizer) }
+	owner := podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}
+	held := func(pod *corev1.Pod) bool {
+		return slices.Contains(pod.Finalizers, podfinalizer.Finalizer) && c.ours(owner, nil, pod)
+	}
 	return c.releaseIndexed(ctx, IndexWorkflowUID, string(u.GetUID()), held, releasePersisted)
 }

@@ -3,8 +3,33 @@ package taskresult
 import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/wfguard/wfguard/podidentity"
 )
+
+// Why a result was not merged. The values are metric label values.
+const (
+	// IgnoredForeign: owned by another workflow UID (e.g. a deleted workflow of the same name), or labelled
+	// for another workflow, or in another namespace.
+	IgnoredForeign = "foreign_owner"
+	// IgnoredUnknownNode: the result's name is no node of the workflow.
+	IgnoredUnknownNode = "unknown_node"
+	// IgnoredNotAPodNode: the node has no executor (suspend, steps, ...): its outputs come from the
+	// controller or an action, never from a result.
+	IgnoredNotAPodNode = "not_a_pod_node"
+	// IgnoredNoMatchingPod: the node's pod, as the controller created it, is not there to have written it.
+	IgnoredNoMatchingPod = "no_matching_pod"
+	// IgnoredPredatesPod: the result was created before the node's pod, so no executor in it wrote it.
+	IgnoredPredatesPod = "predates_pod"
+)
+
+// Ignored is one result that was not merged, and why.
+type Ignored struct {
+	Name   string
+	Reason string
+}
 
 // MergeStats says what one merge did.
 type MergeStats struct {
@@ -12,43 +37,72 @@ type MergeStats struct {
 	Changed bool
 	// Completed counts nodes that became synced in this merge.
 	Completed int
-	// Foreign lists results ignored because they belong to another workflow UID (e.g. a deleted
-	// workflow of the same name).
-	Foreign []string
-	// Unknown lists results of this workflow whose name matches no node.
-	Unknown []string
+	// Ignored lists the results that decided nothing, with the reason.
+	Ignored []Ignored
+	// Pending counts results of Pod nodes whose pod is not observed yet (a lagging pod cache); a later
+	// merge takes them.
+	Pending int
 }
 
-// Owned returns the results that belong to wf (owner UID), by node ID.
-func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult) map[string]*wfv1.WorkflowTaskResult {
+// Owned returns the results that may decide their node (see Merge), by node ID.
+func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) map[string]*wfv1.WorkflowTaskResult {
 	out := map[string]*wfv1.WorkflowTaskResult{}
 	for _, r := range results {
-		if ownedBy(r, wf) {
+		if reason, _ := check(wf, r, pods); reason == "" {
 			out[r.Name] = r
 		}
 	}
 	return out
 }
 
+// check says why r may not decide its node ("" when it may): a result decides only a Pod node of its own
+// workflow (namespace, owner UID, workflow label), and only while the pod the controller created for that
+// node is there (podidentity), not created before that pod. pending is true for a Pod node whose pod is
+// not observed yet.
+func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) (reason string, pending bool) {
+	if r.Namespace != wf.Namespace || !ownedBy(r, wf) || r.Labels[common.LabelKeyWorkflow] != wf.Name {
+		return IgnoredForeign, false
+	}
+	node, ok := wf.Status.Nodes[r.Name]
+	switch {
+	case !ok:
+		return IgnoredUnknownNode, false
+	case node.Type != wfv1.NodeTypePod:
+		return IgnoredNotAPodNode, false
+	}
+	pod := pods[r.Name]
+	if pod == nil {
+		return IgnoredNoMatchingPod, node.Phase == wfv1.NodePending || node.Phase == ""
+	}
+	if podidentity.Check(podidentity.OwnerOf(wf), &node, pod) != podidentity.Match {
+		return IgnoredNoMatchingPod, false
+	}
+	if r.CreationTimestamp.Before(&pod.CreationTimestamp) {
+		return IgnoredPredatesPod, false
+	}
+	return "", false
+}
+
 // Merge is the reconcile-task-results phase: it copies each result's outputs and progress into its node
 // and marks the node synced once the executor has finalized the result (report-outputs-completed=true).
-// Results are matched by node ID (their name) and by the workflow UID of their owner reference.
-func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult) MergeStats {
+// Only results that may decide their node are merged (see check); an exit code the controller recorded
+// from the pod is never replaced by one a result claims.
+func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) MergeStats {
 	var stats MergeStats
 	for _, r := range results {
-		if !ownedBy(r, wf) {
-			stats.Foreign = append(stats.Foreign, r.Name)
+		if reason, pending := check(wf, r, pods); reason != "" {
+			if pending {
+				stats.Pending++
+			} else {
+				stats.Ignored = append(stats.Ignored, Ignored{Name: r.Name, Reason: reason})
+			}
 			continue
 		}
-		node, ok := wf.Status.Nodes[r.Name]
-		if !ok {
-			stats.Unknown = append(stats.Unknown, r.Name)
-			continue
-		}
+		node := wf.Status.Nodes[r.Name]
 		changed := false
 		if r.Outputs != nil && r.Outputs.HasOutputs() {
 			merged := r.Outputs.DeepCopy()
-			if merged.ExitCode == nil && node.Outputs != nil {
+			if node.Outputs != nil && node.Outputs.ExitCode != nil {
 				merged.ExitCode = node.Outputs.ExitCode
 			}
 			keepSetParameters(merged, node.Outputs)

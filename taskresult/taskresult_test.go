@@ -1,6 +1,9 @@
 package taskresult
 
 import (
+	"fmt"
+	"hash/fnv"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,44 +19,92 @@ import (
 func workflow() *wfv1.Workflow {
 	f := false
 	return &wfv1.Workflow{
-		ObjectMeta: metav1.ObjectMeta{Name: "wf", UID: "uid-1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: "uid-1"},
 		Status: wfv1.WorkflowStatus{Nodes: wfv1.Nodes{
-			"wf-1": {ID: "wf-1", Name: "wf.a", Type: wfv1.NodeTypePod, TaskResultSynced: &f,
+			"wf-1": {ID: "wf-1", Name: "wf.a", Type: wfv1.NodeTypePod, Phase: wfv1.NodeRunning, TaskResultSynced: &f,
 				Outputs: &wfv1.Outputs{ExitCode: ptr("0")}},
+			"wf-2": {ID: "wf-2", Name: "wf.approve", Type: wfv1.NodeTypeSuspend, Phase: wfv1.NodeSucceeded,
+				Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "answer", Value: wfv1.AnyStringPtr("no")}}}},
+			"wf-3": {ID: "wf-3", Name: "wf.b", Type: wfv1.NodeTypePod, Phase: wfv1.NodePending, TaskResultSynced: &f},
 		}},
 	}
 }
 
 func ptr(s string) *string { return &s }
 
+var podCreated = metav1.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+
+// podOf is the pod the controller creates for node wf-1 (podidentity's rule).
+func podOf() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "wf-main-" + fnv32a("wf.a"), CreationTimestamp: podCreated,
+		Labels:          map[string]string{common.LabelKeyWorkflow: "wf"},
+		Annotations:     map[string]string{common.AnnotationKeyNodeID: "wf-1"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", Name: "wf", UID: "uid-1"}},
+	}}
+}
+
+func fnv32a(s string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return fmt.Sprint(h.Sum32())
+}
+
 func result(name, owner, label string, outputs *wfv1.Outputs) *wfv1.WorkflowTaskResult {
 	return &wfv1.WorkflowTaskResult{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{common.LabelKeyReportOutputsCompleted: label},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(podCreated.Add(time.Second)),
+			Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: label, common.LabelKeyWorkflow: "wf"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: types.UID("uid-" + owner)}}},
 		NodeResult: wfv1.NodeResult{Outputs: outputs},
 	}
 }
 
-func TestMergeTakesOutputsAndOpensTheGateOnlyForItsOwnCompleteResults(t *testing.T) {
+func TestMergeTakesOutputsAndOpensTheGateOnlyForResultsOfItsOwnPods(t *testing.T) {
 	out := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "p", Value: wfv1.AnyStringPtr("v")}}}
+	edit := func(r *wfv1.WorkflowTaskResult, f func(*wfv1.WorkflowTaskResult)) *wfv1.WorkflowTaskResult {
+		f(r)
+		return r
+	}
 	cases := []struct {
 		name       string
-		results    []*wfv1.WorkflowTaskResult
+		result     *wfv1.WorkflowTaskResult
+		pod        func(*corev1.Pod)
 		wantSynced bool
 		wantParam  bool
-		foreign    int
-		unknown    int
+		ignored    string
+		pending    int
 	}{
-		{"a placeholder keeps the gate closed", []*wfv1.WorkflowTaskResult{result("wf-1", "1", "false", nil)}, false, false, 0, 0},
-		{"outputs without the completed label merge but keep it closed", []*wfv1.WorkflowTaskResult{result("wf-1", "1", "false", out)}, false, true, 0, 0},
-		{"a complete result opens it", []*wfv1.WorkflowTaskResult{result("wf-1", "1", "true", out)}, true, true, 0, 0},
-		{"another workflow's result is ignored and counted", []*wfv1.WorkflowTaskResult{result("wf-1", "2", "true", out)}, false, false, 1, 0},
-		{"a result for no node is ignored and counted", []*wfv1.WorkflowTaskResult{result("wf-9", "1", "true", out)}, false, false, 0, 1},
+		{"a placeholder keeps the gate closed", result("wf-1", "1", "false", nil), nil, false, false, "", 0},
+		{"outputs without the completed label merge but keep it closed", result("wf-1", "1", "false", out), nil, false, true, "", 0},
+		{"a complete result of the node's own pod opens it", result("wf-1", "1", "true", out), nil, true, true, "", 0},
+		{"another workflow UID's result is ignored", result("wf-1", "2", "true", out), nil, false, false, IgnoredForeign, 0},
+		{"a result labelled for another workflow is ignored", edit(result("wf-1", "1", "true", out), func(r *wfv1.WorkflowTaskResult) {
+			r.Labels[common.LabelKeyWorkflow] = "other"
+		}), nil, false, false, IgnoredForeign, 0},
+		{"a result in another namespace is ignored", edit(result("wf-1", "1", "true", out), func(r *wfv1.WorkflowTaskResult) {
+			r.Namespace = "b"
+		}), nil, false, false, IgnoredForeign, 0},
+		{"a result for no node is ignored", result("wf-9", "1", "true", out), nil, false, false, IgnoredUnknownNode, 0},
+		{"a result for a node whose pod is not there is ignored", result("wf-1", "1", "true", out), func(p *corev1.Pod) { p.Name = "" },
+			false, false, IgnoredNoMatchingPod, 0},
+		{"a result whose pod is not the one the controller created is ignored", result("wf-1", "1", "true", out),
+			func(p *corev1.Pod) { p.Name = "wf-evil-1" }, false, false, IgnoredNoMatchingPod, 0},
+		{"a result created before the node's pod is ignored", edit(result("wf-1", "1", "true", out), func(r *wfv1.WorkflowTaskResult) {
+			r.CreationTimestamp = metav1.NewTime(podCreated.Add(-time.Second))
+		}), nil, false, false, IgnoredPredatesPod, 0},
+		{"a result of a pending node whose pod the cache has not shown yet waits", result("wf-3", "1", "true", out), nil, false, false, "", 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			wf := workflow()
-			stats := Merge(wf, tc.results)
+			pods := map[string]*corev1.Pod{"wf-1": podOf()}
+			if tc.pod != nil {
+				tc.pod(pods["wf-1"])
+				if pods["wf-1"].Name == "" {
+					delete(pods, "wf-1")
+				}
+			}
+			stats := Merge(wf, []*wfv1.WorkflowTaskResult{tc.result}, pods)
 			n := wf.Status.Nodes["wf-1"]
 			if Synced(&n) != tc.wantSynced {
 				t.Errorf("synced = %v, want %v", Synced(&n), tc.wantSynced)
@@ -61,13 +112,36 @@ func TestMergeTakesOutputsAndOpensTheGateOnlyForItsOwnCompleteResults(t *testing
 			if got := n.Outputs != nil && len(n.Outputs.Parameters) == 1; got != tc.wantParam {
 				t.Errorf("outputs = %v, want parameter %v", n.Outputs, tc.wantParam)
 			}
-			if tc.wantParam && (n.Outputs.ExitCode == nil || *n.Outputs.ExitCode != "0") {
+			if n.Outputs == nil || n.Outputs.ExitCode == nil || *n.Outputs.ExitCode != "0" {
 				t.Errorf("the controller's exit code was lost in the merge")
 			}
-			if len(stats.Foreign) != tc.foreign || len(stats.Unknown) != tc.unknown {
-				t.Errorf("stats = %+v", stats)
+			var want []Ignored
+			if tc.ignored != "" {
+				want = []Ignored{{Name: tc.result.Name, Reason: tc.ignored}}
+			}
+			if !reflect.DeepEqual(stats.Ignored, want) || stats.Pending != tc.pending {
+				t.Errorf("stats = %+v, want ignored %v, pending %d", stats, want, tc.pending)
+			}
+			if owned := Owned(wf, []*wfv1.WorkflowTaskResult{tc.result}, pods); (len(owned) == 1) != (tc.ignored == "" && tc.pending == 0) {
+				t.Errorf("Owned = %v disagrees with Merge", owned)
 			}
 		})
+	}
+}
+
+func TestAForgedResultNeverReplacesOutputsTheControllerOrAnActionSet(t *testing.T) {
+	forged := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "answer", Value: wfv1.AnyStringPtr("FORGED")}}, ExitCode: ptr("1")}
+	wf := workflow()
+	pods := map[string]*corev1.Pod{"wf-1": podOf()}
+	stats := Merge(wf, []*wfv1.WorkflowTaskResult{result("wf-2", "1", "true", forged), result("wf-1", "1", "true", forged)}, pods)
+	if got := wf.Status.Nodes["wf-2"].Outputs.Parameters[0].Value.String(); got != "no" {
+		t.Errorf("the approver's answer became %q", got)
+	}
+	if got := *wf.Status.Nodes["wf-1"].Outputs.ExitCode; got != "0" {
+		t.Errorf("the exit code the controller recorded became %q", got)
+	}
+	if want := []Ignored{{Name: "wf-2", Reason: IgnoredNotAPodNode}}; !reflect.DeepEqual(stats.Ignored, want) {
+		t.Errorf("ignored = %v, want %v", stats.Ignored, want)
 	}
 }
 

@@ -90,8 +90,8 @@ func (w *world) pass(b *testing.B, wf *wfv1.Workflow) {
 	for id, pod := range w.pods.created {
 		p.Pods[id] = pod
 	}
-	taskresult.Merge(p.WF, w.results)
-	p.Results = taskresult.Owned(p.WF, w.results)
+	taskresult.Merge(p.WF, w.results, p.Pods)
+	p.Results = taskresult.Owned(p.WF, w.results, p.Pods)
 	engine.AssessNodes(p)
 	if _, err := w.eng.Start(p); err != nil {
 		b.Fatal(err)
@@ -110,7 +110,8 @@ func (w *world) finishPods() {
 			{Name: "wait", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}},
 			{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
 		w.results = append(w.results, &wfv1.WorkflowTaskResult{
-			ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{common.LabelKeyReportOutputsCompleted: "true"},
+			ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: w.wf.Namespace,
+				Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: "true", common.LabelKeyWorkflow: w.wf.Name},
 				OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: types.UID(w.wf.UID)}}},
 			NodeResult: wfv1.NodeResult{Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("v")}}}},
 		})
@@ -172,8 +173,8 @@ func BenchmarkAssessNodes(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				p := &engine.Pass{WF: w.wf.DeepCopy(), Ext: w.ext, Now: w.now, Pods: w.pods.created, TaskResultTimeout: time.Hour}
-				taskresult.Merge(p.WF, w.results)
-				p.Results = taskresult.Owned(p.WF, w.results)
+				taskresult.Merge(p.WF, w.results, p.Pods)
+				p.Results = taskresult.Owned(p.WF, w.results, p.Pods)
 				engine.AssessNodes(p)
 			}
 		})

@@ -57,8 +57,8 @@ func podIn(created *corev1.Pod, phase corev1.PodPhase, ready bool, reason string
 }
 
 func completeResult(wf *wfv1.Workflow, id string) *wfv1.WorkflowTaskResult {
-	return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: id,
-		Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: "true"},
+	return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: wf.Namespace,
+		Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: "true", common.LabelKeyWorkflow: wf.Name},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: wf.UID}}}}
 }
 
@@ -77,8 +77,8 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 	pass := func() *Pass {
 		now = now.Add(time.Second)
 		p := &Pass{WF: wf, Ext: ext, Now: now, Pods: seen, TaskResultTimeout: time.Hour}
-		taskresult.Merge(p.WF, results)
-		p.Results = taskresult.Owned(p.WF, results)
+		taskresult.Merge(p.WF, results, p.Pods)
+		p.Results = taskresult.Owned(p.WF, results, p.Pods)
 		AssessNodes(p)
 		if _, err := e.Start(p); err != nil {
 			t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller/extstatus"
@@ -41,12 +39,12 @@ func runChain(t *testing.T, manifest string, outputs *wfv1.Outputs) (*wfv1.Workf
 				{Name: "wait", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}},
 				{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
 			p.Pods[aID] = seen
-			results = append(results, &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: aID,
-				Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: "true"},
-				OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: wf.UID}}}, NodeResult: wfv1.NodeResult{Outputs: outputs.DeepCopy()}})
+			r := completeResult(wf, aID)
+			r.Outputs = outputs.DeepCopy()
+			results = append(results, r)
 		}
-		taskresult.Merge(p.WF, results)
-		p.Results = taskresult.Owned(p.WF, results)
+		taskresult.Merge(p.WF, results, p.Pods)
+		p.Results = taskresult.Owned(p.WF, results, p.Pods)
 		AssessNodes(p)
 		if _, err := e.Start(p); err != nil {
 			t.Fatal(err)

@@ -92,8 +92,8 @@ func TestNoInterleavingOfPodAndResultEventsBreaksI1OrI2(t *testing.T) {
 		ext := &extstatus.Extensions{}
 		aID := wf.NodeID("chain[0].a")
 		result := func(label string, withOutputs bool) *wfv1.WorkflowTaskResult {
-			r := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: aID,
-				Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: label},
+			r := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: aID, Namespace: wf.Namespace,
+				Labels:          map[string]string{common.LabelKeyReportOutputsCompleted: label, common.LabelKeyWorkflow: wf.Name},
 				OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: wf.UID}}}}
 			if withOutputs {
 				r.Outputs = &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("v")}}}
@@ -131,8 +131,8 @@ func TestNoInterleavingOfPodAndResultEventsBreaksI1OrI2(t *testing.T) {
 			if r := w.resultStates[resultSeen]; r != nil {
 				results = append(results, r)
 			}
-			taskresult.Merge(p.WF, results)
-			p.Results = taskresult.Owned(p.WF, results)
+			taskresult.Merge(p.WF, results, p.Pods)
+			p.Results = taskresult.Owned(p.WF, results, p.Pods)
 			AssessNodes(p)
 			if _, err := e.Start(p); err != nil {
 				t.Fatal(err)

@@ -83,8 +83,10 @@ func (e *env) createOrphans(ctx context.Context, ns string, k int) error {
 	gone := types.UID("00000000-0000-0000-0000-00000000dead")
 	return inParallel(16, k, func(i int) error {
 		_, err := e.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("orphan-%05d", i), Finalizers: []string{podfinalizer.Finalizer},
+			// Named and annotated as the controller names a node's pod (podidentity): only such pods are released.
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gone-%d", 1000000+i), Finalizers: []string{podfinalizer.Finalizer},
 				Labels:          map[string]string{common.LabelKeyWorkflow: "gone"},
+				Annotations:     map[string]string{common.AnnotationKeyNodeID: fmt.Sprintf("gone-%d", 1000000+i)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "gone", UID: gone}}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
 		}, metav1.CreateOptions{})

@@ -512,9 +512,11 @@ func TestAnUndecodableWorkflowFailsClearlyAndItsPodsAreReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A pod it owns, holding the status finalizer (as if created before the spec was garbled).
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "garbled-pod", Finalizers: []string{common.FinalizerPodStatus},
+	// A pod it owns, holding the status finalizer (as if created before the spec was garbled): the pod the
+	// controller creates for a one-pod workflow's root node (podidentity: name, node-id, owner, label).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "garbled", Finalizers: []string{common.FinalizerPodStatus},
 		Labels:          map[string]string{common.LabelKeyWorkflow: "garbled"},
+		Annotations:     map[string]string{common.AnnotationKeyNodeID: "garbled"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "garbled", UID: created.GetUID()}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
 	if _, err := e.kube.CoreV1().Pods(e.ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {

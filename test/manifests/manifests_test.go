@@ -243,9 +243,9 @@ func TestInstallManifests(t *testing.T) {
 // TestDefaultKustomization checks the entry point `kubectl apply -k config/default`.
 func TestDefaultKustomization(t *testing.T) {
 	root := moduleRoot(t)
-	t.Run("config/default installs the CRDs, the RBAC and the controller", func(t *testing.T) {
+	t.Run("config/default installs the CRDs, the RBAC, the controller and the executor policy", func(t *testing.T) {
 		got := readKustomization(t, filepath.Join(root, "config/default"))
-		for _, want := range []string{"../crd", "../rbac", "../manager"} {
+		for _, want := range []string{"../crd", "../rbac", "../manager", "../policy"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("config/default/kustomization.yaml resources = %v, missing %s", got, want)
 			}

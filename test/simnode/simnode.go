@@ -34,7 +34,9 @@ type Options struct {
 	Seed     int64
 	NodeName string
 	// ImpersonateServiceAccount makes the executor write task results as the pod's service account, so
-	// missing executor RBAC fails the wait container as it would on a real cluster.
+	// missing executor RBAC fails the wait container as it would on a real cluster. The identity carries
+	// the pod claims a pod-bound (projected) token gives (authentication.kubernetes.io/pod-name, pod-uid),
+	// which admission policies such as config/policy's can check.
 	ImpersonateServiceAccount bool
 	Clock                     clock.Clock
 	Logf                      func(format string, args ...any)
@@ -311,7 +313,7 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	if sa == "" {
 		sa = "default"
 	}
-	key := pod.Namespace + "/" + sa
+	key := pod.Namespace + "/" + sa + "/" + pod.Name + "/" + string(pod.UID)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if c, ok := n.execs[key]; ok {
@@ -321,6 +323,7 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + pod.Namespace + ":" + sa,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + pod.Namespace, "system:authenticated"},
+		Extra:    PodClaims(pod.Name, string(pod.UID)),
 	}
 	c, err := versioned.NewForConfig(cfg)
 	if err != nil {
@@ -328,6 +331,14 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	}
 	n.execs[key] = c
 	return c, nil
+}
+
+// PodClaims are the user extras the API server derives from a pod-bound ServiceAccount token.
+func PodClaims(podName, podUID string) map[string][]string {
+	return map[string][]string{
+		"authentication.kubernetes.io/pod-name": {podName},
+		"authentication.kubernetes.io/pod-uid":  {podUID},
+	}
 }
 
 // isGone reports errors that mean the pod no longer exists.

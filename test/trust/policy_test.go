@@ -1,0 +1,186 @@
+package trust
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/test/simnode"
+)
+
+const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
+
+// installPolicy creates config/policy's task-result policy and its binding, the binding narrowed to
+// namespace ns so the other tests of this binary (which show the controller's own checks) run without it.
+func installPolicy(t *testing.T, ns string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := controlplane.ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, policyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Config())
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			t.Fatalf("parsing %s: %v", policyFile, err)
+		}
+		resource := "validatingadmissionpolicies"
+		if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			resource = "validatingadmissionpolicybindings"
+			if err := unstructured.SetNestedField(obj.Object, map[string]any{"namespaceSelector": map[string]any{
+				"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}, "spec", "matchResources"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		client := dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource})
+		_, err := client.Create(t.Context(), obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		if apierrors.IsAlreadyExists(err) { // an earlier -count run: take this namespace
+			existing, gerr := client.Get(t.Context(), obj.GetName(), metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			obj.SetResourceVersion(existing.GetResourceVersion())
+			_, err = client.Update(t.Context(), obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+		}
+		if err != nil {
+			t.Fatalf("installing %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+}
+
+const held = `
+metadata: {name: held}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: s1, template: work}
+    - - {name: approve, template: approve}
+  - name: work
+    container: {image: alpine, command: [echo, hi]}
+  - name: approve
+    suspend: {}
+`
+
+// Issue #14 item 9: the executor role lets any pod create and patch every task result in its namespace.
+// With config/policy's admission policy, a ServiceAccount writes only the result of its own pod's node:
+// the workflow's real executor reports through it, and every hostile write, made with a pod-bound
+// ServiceAccount identity holding only the executor role, is refused.
+func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
+	e := newEnv(t, envOptions{executorAsServiceAccount: true})
+	e.bindExecutorRole()
+	installPolicy(t, e.ns)
+	results := func(claims map[string][]string) versioned.Interface {
+		return versioned.NewForConfigOrDie(serviceAccount(e.ns, "default", claims))
+	}
+	unbound := results(nil)
+	probe := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
+		Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
+	// The policy reaches admission asynchronously: wait until it refuses a token without pod claims.
+	var last error
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if ctx.Err() == nil {
+			last = err
+		}
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "bound to the pod"), nil
+	}); err != nil {
+		policy, _ := dynamic.NewForConfigOrDie(cp.Config()).Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io",
+			Version: "v1", Resource: "validatingadmissionpolicies"}).Get(context.Background(), "wfguard-executor-writes-own-taskresult", metav1.GetOptions{})
+		t.Fatalf("a ServiceAccount token without pod claims could still create a task result (last error %v); policy status %v", last, policy)
+	}
+
+	wf := e.submit(held)
+	wf = e.waitFor(wf.Name, "suspended after s1 reported through the policy", func(wf *wfv1.Workflow) bool {
+		s1, approve := nodeByName(wf, "held[0].s1"), nodeByName(wf, "held[1].approve")
+		return s1 != nil && s1.Phase == wfv1.NodeSucceeded && approve != nil && approve.Phase == wfv1.NodeRunning
+	})
+	s1 := nodeByName(wf, "held[0].s1")
+	pod := e.podOf(wf, "held[0].s1")
+	own := results(simnode.PodClaims(pod.Name, string(pod.UID)))
+	// A pod of another node of the same workflow (its name shares the workflow prefix, not the hash).
+	neighbour := results(simnode.PodClaims(wf.Name+"-work-1", "uid-neighbour"))
+	future := wf.NodeID("held[2].later")
+	result := func(name string) *wfv1.WorkflowTaskResult {
+		return &wfv1.WorkflowTaskResult{
+			ObjectMeta: metav1.ObjectMeta{Name: name,
+				Labels:          map[string]string{common.LabelKeyWorkflow: wf.Name, common.LabelKeyReportOutputsCompleted: "true"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: wf.Name, UID: wf.UID}}},
+			NodeResult: wfv1.NodeResult{Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "p", Value: wfv1.AnyStringPtr("FORGED")}}}},
+		}
+	}
+	create := func(c versioned.Interface, r *wfv1.WorkflowTaskResult) error {
+		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(t.Context(), r, metav1.CreateOptions{})
+		return err
+	}
+	patch := func(c versioned.Interface, name, body string) error {
+		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Patch(t.Context(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	for _, tc := range []struct {
+		sentence string
+		write    func() error
+		refusal  string // "" when allowed
+	}{
+		{"a token without pod claims may not create a result", func() error { return create(unbound, result(future)) },
+			"bound to the pod"},
+		{"a pod may not pre-create the result of a node it does not run", func() error { return create(own, result(future)) },
+			"may write only the task result of its own node"},
+		{"another node's pod may not patch a result, not even with an empty patch that would disclose it", func() error {
+			return patch(neighbour, s1.ID, `{}`)
+		}, "may write only the task result of its own node"},
+		{"a pod may not move its own result to another workflow", func() error {
+			return patch(own, s1.ID, `{"metadata":{"labels":{"workflows.argoproj.io/workflow":"other"}}}`)
+		}, "may write only the task result of its own node"},
+		{"a pod may not change the owner of its own result", func() error {
+			return patch(own, s1.ID, `{"metadata":{"ownerReferences":[{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","name":"held","uid":"other-uid"}]}}`)
+		}, "may not change"},
+		{"a result must be owned by the workflow it is labelled for", func() error {
+			r := result(wf.Name)
+			r.OwnerReferences[0].Name = "other"
+			return create(results(simnode.PodClaims(wf.Name, "uid-root")), r)
+		}, "must be owned by the Workflow"},
+		{"a pod may patch its own node's result", func() error { return patch(own, s1.ID, `{}`) }, ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			err := tc.write()
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refusal != "" && !(apierrors.IsForbidden(err) && strings.Contains(err.Error(), tc.refusal)):
+				t.Errorf("err = %v, want Forbidden ...%q", err, tc.refusal)
+			}
+		})
+	}
+	if r, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), s1.ID, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if r.Labels[common.LabelKeyWorkflow] != wf.Name || r.OwnerReferences[0].UID != wf.UID {
+		t.Errorf("s1's result was changed: labels %v, owners %v", r.Labels, r.OwnerReferences)
+	}
+}
