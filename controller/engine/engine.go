@@ -614,3 +614,26 @@ func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID,
 	p.Events = append(p.Events, nodeEvent(n))
 	return n
 }
+
+// EndWithError ends the workflow Error with message, every unfinished node Error with nodeMessage, without
+// running anything further (no exit handler: nothing more can be stored). The persist phase calls it when
+// the API server will never accept the pass's status.
+func EndWithError(p *Pass, message, nodeMessage string) {
+	for id, n := range p.WF.Status.Nodes {
+		if !n.Phase.Completed() {
+			n.Phase = wfv1.NodeError
+			n.Message = nodeMessage
+			n.FinishedAt = p.now()
+			p.WF.Status.Nodes[id] = n
+		}
+	}
+	wf := p.WF
+	wf.Status.Phase = wfv1.WorkflowError
+	wf.Status.Message = message
+	if wf.Status.StartedAt.IsZero() {
+		wf.Status.StartedAt = p.now()
+	}
+	wf.Status.FinishedAt = p.now()
+	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowError))
+	setLabel(wf, common.LabelKeyCompleted, "true")
+}

@@ -9,6 +9,8 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/util/template"
+
+	"github.com/wfguard/wfguard/internal/truncate"
 )
 
 // MaxLoopItems caps the iterations of one withItems / withParam / withSequence. A loop beyond it is an
@@ -37,7 +39,7 @@ func (l loop) expand(when string) ([]wfv1.Item, error) {
 		return l.items, nil
 	case l.param != "":
 		if err = json.Unmarshal([]byte(l.param), &items); err != nil {
-			err = fmt.Errorf("withParam value could not be parsed as a JSON list: %s: %v", truncate(strings.TrimSpace(l.param)), err)
+			err = fmt.Errorf("withParam value could not be parsed as a JSON list: %s: %v", truncate.String(strings.TrimSpace(l.param), 256), err)
 		} else if len(items) > MaxLoopItems {
 			return nil, tooManyItems("withParam", uint64(len(items)))
 		}
@@ -56,15 +58,6 @@ func (l loop) expand(when string) ([]wfv1.Item, error) {
 // tooManyItems is the error of a loop over more than MaxLoopItems iterations.
 func tooManyItems(field string, n uint64) error {
 	return fmt.Errorf("%s has %d items, more than the limit of %d per loop; split the work into nested loops or child workflows", field, n, MaxLoopItems)
-}
-
-// truncate shortens user input quoted in a message to a readable, bounded length.
-func truncate(s string) string {
-	const limit = 256
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + fmt.Sprintf("... (%d more bytes)", len(s)-limit)
 }
 
 // sequence lists withSequence's numbers, from start to end inclusive (or count numbers from start),
