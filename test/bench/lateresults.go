@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -61,6 +62,9 @@ func (e *env) succeededWithoutOutputs(ctx context.Context, ns string) (int, erro
 	}
 	missing := 0
 	for _, wf := range list.Items {
+		if err := extstatus.InflateNodes(&wf); err != nil {
+			return 0, err
+		}
 		for _, node := range wf.Status.Nodes {
 			if node.Type != wfv1.NodeTypePod || node.Phase != wfv1.NodeSucceeded {
 				continue

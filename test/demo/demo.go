@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"io"
 	"log/slog"
 	"os"
@@ -115,6 +116,9 @@ func watchUntilDone(ctx context.Context, argo versioned.Interface, examples []ex
 		}
 		for i := range list.Items {
 			wf := &list.Items[i]
+			if err := extstatus.InflateNodes(wf); err != nil {
+				return false, err
+			}
 			final[wf.Name] = wf
 			for _, n := range wf.Status.Nodes {
 				state := string(n.Phase) + " " + n.Message

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"log/slog"
 	"sort"
 	"strings"
@@ -58,7 +59,7 @@ func (e *env) startController(o envOptions) {
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
 		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
-		StatusCoalesceWindow: o.coalesce,
+		StatusCoalesceWindow: o.coalesce, MaxWorkflowSize: o.maxSize,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -87,6 +88,8 @@ type envOptions struct {
 	points  *faultinject.Points
 	// coalesce is the StatusCoalesceWindow (0: every pass writes).
 	coalesce time.Duration
+	// maxSize is the MaxWorkflowSize (0: the default).
+	maxSize int
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -135,6 +138,9 @@ func (e *env) waitFor(name, what string, timeout time.Duration, cond func(*wfv1.
 		wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
+		}
+		if err := extstatus.InflateNodes(wf); err != nil {
+			return false, err
 		}
 		last = wf
 		return cond(wf), nil
