@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
@@ -46,8 +47,9 @@ type Engine struct {
 	StatusFinalizer bool
 }
 
-// MaxWorkflowSize bounds the encoded workflow; larger ones cannot be stored in etcd reliably.
-const MaxWorkflowSize = 1024 * 1024
+// MaxWorkflowSize bounds the encoded new workflow; larger ones cannot be stored in etcd reliably. Once
+// running, persist compresses nodes past the controller's MaxWorkflowSize (same default).
+const MaxWorkflowSize = extstatus.DefaultMaxWorkflowSize
 
 // shutdown is the effective shutdown strategy: the accepted one in status, else the legacy spec field.
 func shutdown(p *Pass) wfv1.ShutdownStrategy {

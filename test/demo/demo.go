@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/sandbox"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"log/slog"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/simnode"
