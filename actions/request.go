@@ -51,7 +51,7 @@ func CodeOf(reason string) Code {
 	switch reason {
 	case ReasonApplied:
 		return OK
-	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction:
+	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction, ReasonInvalidOutputParameters, ReasonOutcomeNotStorable:
 		return InvalidArgument
 	case ReasonWorkflowNotFound:
 		return NotFound

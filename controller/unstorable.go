@@ -53,6 +53,12 @@ func classifyWriteError(err error) (kind string, permanent bool) {
 	return "", false
 }
 
+// isPermanent reports whether the API server will never accept the write as it is.
+func isPermanent(err error) bool {
+	_, permanent := classifyWriteError(err)
+	return permanent
+}
+
 // failUnstorable ends a workflow whose pass can never be written: Error with a message saying why, every
 // unfinished node Error, a Warning Event, and (after persist) its pods released like any completed
 // workflow's. It writes the most of the pass that fits: all nodes; else nodes without inputs and outputs
