@@ -116,7 +116,10 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		c.recordWrite(updated)
 		c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
 		p.WF = wf
-		p.Events = []engine.Event{{Warning: true, Reason: reason, Message: wf.Status.Message}}
+		// The pass's own Events announce what was not stored; these say what was. WorkflowFailed is argo's
+		// reason for a Failed or Error workflow, kept for tools that watch it.
+		p.Events = []engine.Event{{Warning: true, Reason: reason, Message: wf.Status.Message},
+			{Warning: true, Reason: engine.ReasonWorkflowFailed, Message: wf.Status.Message}}
 		return written, nil
 	}
 	c.metrics.persists.WithLabelValues(persistUnstorable).Inc()

@@ -110,6 +110,9 @@ spec:
 			if got := e.waitEvent(wf.Name, controller.ReasonStatusTooLarge); len(got) == 0 || !strings.Contains(got[0], "cannot be stored") {
 				t.Errorf("Warning Event %s = %q", controller.ReasonStatusTooLarge, got)
 			}
+			if got := e.waitEvent(wf.Name, "WorkflowFailed"); len(got) == 0 || got[0] != done.Status.Message {
+				t.Errorf("argo's WorkflowFailed Event = %q, want the workflow's message", got)
+			}
 			if n := e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "unstorable"}); n < 1 {
 				t.Errorf("unstorable writes = %v, want at least 1", n)
 			}
