@@ -68,7 +68,8 @@ func InflateUnstructured(u *unstructured.Unstructured) error {
 
 // Fit returns u as it is to be written: unchanged when its encoding is at most limit bytes, else a copy
 // with status.nodes compressed into status.compressedNodes as argo stores them. When even that is over
-// limit the error wraps ErrTooLarge and says both sizes.
+// limit the error wraps ErrTooLarge and says both sizes. An object without nodes is returned unchanged:
+// the limit bounds what the controller adds, the API server bounds the rest.
 func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, error) {
 	data, err := u.MarshalJSON()
 	if err != nil {
@@ -79,7 +80,9 @@ func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, e
 	}
 	nodes, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "nodes")
 	if !found {
-		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d, and it has no nodes to compress", ErrTooLarge, len(data), limit)
+		// Nothing of ours to shrink: what is over the limit is what the user stored (the spec), which the
+		// API server accepted; it judges this write too.
+		return u, nil
 	}
 	nodesJSON, err := json.Marshal(nodes)
 	if err != nil {
