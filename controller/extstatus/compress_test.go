@@ -71,6 +71,15 @@ func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
 		t.Errorf("InflateUnstructured restores %d nodes, want 10000", len(nodes))
 	}
 
+	bare, err := ToUnstructured(workflowWithNodes(0), Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(bare.Object, "status", "nodes")
+	if got, err := Fit(bare, 10); err != nil || got != bare {
+		t.Errorf("an object without nodes over the limit is left to the API server: %v", err)
+	}
+
 	_, err = Fit(large, 1000)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 1000") {
 		t.Errorf("a workflow over the limit even compressed: err = %v, want ErrTooLarge with the sizes", err)
