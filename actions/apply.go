@@ -12,6 +12,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/internal/truncate"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -27,8 +28,22 @@ const (
 	ReasonUnknownAction            = "UnknownAction"
 	// ReasonMissingOutputParameter: a resumed suspend node declares an output (valueFrom.supplied) that
 	// the Resume did not set and that has no default; nothing is applied.
-	ReasonMissingOutputParameter = "MissingOutputParameter"
+	ReasonMissingOutputParameter  = "MissingOutputParameter"
+	ReasonInvalidOutputParameters = "InvalidOutputParameters"
+	// ReasonOutcomeNotStorable replaces an outcome the API server refused to store (e.g. too large).
+	ReasonOutcomeNotStorable = "OutcomeNotStorable"
 )
+
+// Bounds of a Resume's outputParameters, the same as the CRD's (an action stored before the CRD had them
+// is held to them here): a value lands in the workflow's status, which must stay storable.
+const (
+	MaxOutputParameters      = 64
+	MaxOutputParameterLength = 32 << 10
+)
+
+// MaxMessageLength bounds every outcome message (and a Stop's node message): messages quote user input
+// (selectors), and an unbounded one made a write-ahead record or an action status the API server refuses.
+const MaxMessageLength = 1024
 
 // Outcome is what applying one action did.
 type Outcome struct {
@@ -38,11 +53,11 @@ type Outcome struct {
 }
 
 func succeeded(msg string) Outcome {
-	return Outcome{Phase: v1alpha1.PhaseSucceeded, Reason: ReasonApplied, Message: msg}
+	return Outcome{Phase: v1alpha1.PhaseSucceeded, Reason: ReasonApplied, Message: truncate.String(msg, MaxMessageLength)}
 }
 
 func failed(reason, format string, args ...any) Outcome {
-	return Outcome{Phase: v1alpha1.PhaseFailed, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Outcome{Phase: v1alpha1.PhaseFailed, Reason: reason, Message: truncate.String(fmt.Sprintf(format, args...), MaxMessageLength)}
 }
 
 // Sort orders actions as the controller applies them: by creationTimestamp, ties by name.
@@ -101,9 +116,20 @@ func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.Resum
 	if params != nil && params.NodeFieldSelector != "" {
 		s, err := fields.ParseSelector(params.NodeFieldSelector)
 		if err != nil {
-			return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", params.NodeFieldSelector, err)
+			return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", quoted(params.NodeFieldSelector), err)
 		}
 		selector = s
+	}
+	if params != nil {
+		if len(params.OutputParameters) > MaxOutputParameters {
+			return failed(ReasonInvalidOutputParameters, "%d outputParameters, more than the limit of %d", len(params.OutputParameters), MaxOutputParameters)
+		}
+		for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
+			if v := params.OutputParameters[k]; len(v) > MaxOutputParameterLength || len(k) > 253 {
+				return failed(ReasonInvalidOutputParameters, "outputParameters %q: %d bytes, more than the limit of %d (names up to 253)",
+					quoted(k), len(v), MaxOutputParameterLength)
+			}
+		}
 	}
 	nodes := activeSuspendNodes(wf, selector)
 	wasSuspended := suspended(wf, ext) && (params == nil || params.NodeFieldSelector == "")
@@ -163,21 +189,24 @@ func setParameter(outputs *wfv1.Outputs, name, value string) {
 func stopNodes(wf *wfv1.Workflow, params *v1alpha1.StopParameters, now metav1.Time) Outcome {
 	selector, err := fields.ParseSelector(params.NodeFieldSelector)
 	if err != nil {
-		return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", params.NodeFieldSelector, err)
+		return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", quoted(params.NodeFieldSelector), err)
 	}
 	nodes := activeSuspendNodes(wf, selector)
 	if len(nodes) == 0 {
-		return failed(ReasonNothingToStop, "no active suspend node of %s matches %q", wf.Name, params.NodeFieldSelector)
+		return failed(ReasonNothingToStop, "no active suspend node of %s matches %q", wf.Name, quoted(params.NodeFieldSelector))
 	}
 	for _, id := range nodes {
 		n := wf.Status.Nodes[id]
 		n.Phase = wfv1.NodeFailed
-		n.Message = params.Message
+		n.Message = truncate.String(params.Message, MaxMessageLength)
 		n.FinishedAt = now
 		wf.Status.Nodes[id] = n
 	}
 	return succeeded(fmt.Sprintf("stopped %d suspend nodes", len(nodes)))
 }
+
+// quoted bounds user input quoted in a message, so the rest of the message survives the overall bound.
+func quoted(s string) string { return truncate.String(s, 256) }
 
 // activeSuspendNodes are the Running suspend nodes matching selector, by the fields argo's selectors use.
 func activeSuspendNodes(wf *wfv1.Workflow, selector fields.Selector) []string {

@@ -51,7 +51,8 @@ func CodeOf(reason string) Code {
 	switch reason {
 	case ReasonApplied:
 		return OK
-	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction, ReasonMissingOutputParameter:
+	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction, ReasonMissingOutputParameter, ReasonInvalidOutputParameters,
+		ReasonOutcomeNotStorable:
 		return InvalidArgument
 	case ReasonWorkflowNotFound:
 		return NotFound

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/truncate"
 )
 
 // maxAppliedActions bounds status.appliedActions; entries leave once their action's status is written.
@@ -196,6 +199,14 @@ func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowActio
 			return true, nil
 		case apierrors.IsNotFound(err):
 			return false, nil
+		case status.Reason != actions.ReasonOutcomeNotStorable && isPermanent(err):
+			// The API server will never store this outcome: store a short one instead, so the action ends
+			// and the actions behind it are not held up by it.
+			c.log.Warn("an action outcome cannot be stored; failing the action with a short reason", "action", a.Namespace+"/"+a.Name, "err", err)
+			out = actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonOutcomeNotStorable,
+				Message: "the outcome could not be stored: " + truncate.String(err.Error(), 256)}
+			status = v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
+			continue
 		case !apierrors.IsConflict(err) || attempt == 3:
 			return false, fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
 		}
@@ -232,6 +243,16 @@ func (c *Controller) failOrphanActions(ctx context.Context, key string) error {
 	pending := slices.DeleteFunc(c.actionsOf(key), func(a *v1alpha1.WorkflowAction) bool { return a.Status.Terminal() })
 	if len(pending) == 0 {
 		return nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(pending[0].Spec.WorkflowRef.Name); len(msgs) > 0 {
+		// No workflow can ever have this name (e.g. "a/b", stored before the CRD validated it).
+		var errs []error
+		for _, a := range pending {
+			errs = append(errs, outcomeErr(c.writeOutcome(ctx, a, actions.Outcome{Phase: v1alpha1.PhaseFailed, Reason: actions.ReasonWorkflowNotFound,
+				Message: truncate.String(fmt.Sprintf("workflowRef.name %q is not a valid workflow name, so no workflow can have it: %s",
+					a.Spec.WorkflowRef.Name, strings.Join(msgs, "; ")), actions.MaxMessageLength)})))
+		}
+		return errors.Join(errs...)
 	}
 	_, err := c.dynamic.Resource(workflowsResource).Namespace(pending[0].Namespace).Get(ctx, pending[0].Spec.WorkflowRef.Name, metav1.GetOptions{})
 	switch {

@@ -66,6 +66,10 @@ type Options struct {
 	// before the node completes, Pending→Running) wait up to this long so later changes share its write;
 	// decisions (new nodes, phases reached, messages, actions) are always written at once. 0 writes every pass.
 	StatusCoalesceWindow time.Duration
+	// MaxWorkflowSize is the encoded size in bytes above which a workflow's nodes are stored compressed
+	// (status.compressedNodes) and above which, even compressed, the workflow is ended Error instead
+	// (default extstatus.DefaultMaxWorkflowSize, 1 MiB as argo's MAX_WORKFLOW_SIZE).
+	MaxWorkflowSize int
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -168,6 +172,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.PassDeadline <= 0 {
 		opts.PassDeadline = DefaultPassDeadline
+	}
+	if opts.MaxWorkflowSize <= 0 {
+		opts.MaxWorkflowSize = extstatus.DefaultMaxWorkflowSize
 	}
 	if opts.DirectReadBudget <= 0 {
 		opts.DirectReadBudget = 20

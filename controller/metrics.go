@@ -13,11 +13,12 @@ const (
 	resultPanic    = "panic"
 	resultDeadline = "deadline_exceeded"
 
-	persistUpdated   = "updated"
-	persistConflict  = "conflict"
-	persistReapplied = "reapplied"
-	persistRefused   = "refused"
-	persistDeferred  = "deferred"
+	persistUpdated    = "updated"
+	persistConflict   = "conflict"
+	persistReapplied  = "reapplied"
+	persistRefused    = "refused"
+	persistDeferred   = "deferred"
+	persistUnstorable = "unstorable"
 
 	directReadComplete   = "complete"
 	directReadIncomplete = "incomplete"
@@ -63,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_reconcile_duration_seconds",
 			Help: "Duration of one reconcile pass.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		persists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_persist_total",
-			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused)."}, []string{"outcome"}),
+			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused, deferred, unstorable: the status could never be stored and the workflow was ended Error)."}, []string{"outcome"}),
 		staleSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_stale_cache_skips_total",
 			Help: "Cache copies skipped because they were older than our last write."}),
 		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_created_total",

@@ -61,11 +61,18 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 		h(p.key)
 	}
 	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
-	updated, err := client.Update(ctx, next, updateOptions)
+	fitted, err := extstatus.Fit(next, c.opts.MaxWorkflowSize)
+	if err != nil {
+		return c.failUnstorable(ctx, p, err)
+	}
+	updated, err := client.Update(ctx, fitted, updateOptions)
 	if err == nil {
 		c.recordWrite(updated)
 		c.metrics.persists.WithLabelValues(persistUpdated).Inc()
 		return written, nil
+	}
+	if _, permanent := classifyWriteError(err); permanent {
+		return c.failUnstorable(ctx, p, err)
 	}
 	if !apierrors.IsConflict(err) {
 		return dropped, fmt.Errorf("updating workflow %s: %w", p.key, err)
@@ -97,6 +104,9 @@ func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Un
 		if err != nil {
 			return dropped, fmt.Errorf("re-reading workflow %s after a conflict: %w", p.key, err)
 		}
+		if err := extstatus.InflateUnstructured(latest); err != nil {
+			return dropped, err
+		}
 		if latest.GetUID() != p.WF.UID {
 			c.log.Info("workflow was recreated during the pass; dropping the pass", "workflow", p.key)
 			return dropped, nil
@@ -119,11 +129,18 @@ func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Un
 			return dropped, fmt.Errorf("re-applying the pass of %s: %w", p.key, err)
 		}
 		obj.SetResourceVersion(latest.GetResourceVersion())
-		updated, err := client.Update(ctx, obj, updateOptions)
+		fitted, err := extstatus.Fit(obj, c.opts.MaxWorkflowSize)
+		if err != nil {
+			return c.failUnstorable(ctx, p, err)
+		}
+		updated, err := client.Update(ctx, fitted, updateOptions)
 		if err == nil {
 			c.recordWrite(updated)
 			c.metrics.persists.WithLabelValues(persistReapplied).Inc()
 			return written, nil
+		}
+		if _, permanent := classifyWriteError(err); permanent {
+			return c.failUnstorable(ctx, p, err)
 		}
 		if !apierrors.IsConflict(err) {
 			return dropped, fmt.Errorf("updating workflow %s after re-apply: %w", p.key, err)

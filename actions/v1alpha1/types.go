@@ -51,6 +51,7 @@ type WorkflowActionSpec struct {
 	WorkflowRef WorkflowRef `json:"workflowRef"`
 	// Action is Suspend, Resume, Stop or Terminate.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	Action string `json:"action"`
 	// +optional
 	Resume *ResumeParameters `json:"resume,omitempty"`
@@ -60,24 +61,35 @@ type WorkflowActionSpec struct {
 
 // WorkflowRef names the target workflow in the action's namespace; a UID pins one incarnation of the name.
 type WorkflowRef struct {
+	// Name is a workflow's name: a DNS subdomain (RFC 1123), as every object name.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
 }
 
 // ResumeParameters narrow a Resume to suspend nodes matching a node field selector, and set their outputs.
 type ResumeParameters struct {
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+	// OutputParameters set the resumed nodes' outputs: at most 64, names up to 253 bytes, values up to 32 KiB.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 32768)",message="outputParameters names are at most 253 bytes and values at most 32768"
 	// +optional
 	OutputParameters map[string]string `json:"outputParameters,omitempty"`
 }
 
 // StopParameters narrow a Stop to suspend nodes matching a node field selector, failed with Message.
 type StopParameters struct {
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
 }
@@ -91,8 +103,10 @@ type WorkflowActionStatus struct {
 	// +optional
 	Phase ActionPhase `json:"phase,omitempty"`
 	// Reason is a machine-readable CamelCase outcome, e.g. WorkflowNotFound.
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Message string `json:"message,omitempty"`
 	// +optional

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -39,6 +40,7 @@ type controllerFlags struct {
 	qps                float64
 	coalesceWindow     time.Duration
 	passDeadline       time.Duration
+	maxWorkflowSize    int
 	burst              int
 	executorImage      string
 	instanceID         string
@@ -82,6 +84,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"how long a status change that decides nothing (pod host, exit code, Pending→Running) may wait to share a later write (0 writes every change at once)")
 	fs.DurationVar(&f.passDeadline, "pass-deadline", controller.DefaultPassDeadline,
 		"how long one reconcile pass of one workflow may take before it is abandoned (its calls cancelled) and retried with backoff")
+	fs.IntVar(&f.maxWorkflowSize, "max-workflow-size", envInt("MAX_WORKFLOW_SIZE", extstatus.DefaultMaxWorkflowSize),
+		"encoded workflow size in bytes above which nodes are stored compressed, and above which even compressed the workflow ends Error (argo's MAX_WORKFLOW_SIZE)")
 	fs.DurationVar(&f.actionTTL, "action-ttl", 24*time.Hour, "how long a finished WorkflowAction is kept after its completion")
 	registerFaultFlags(fs, &f.faultFlags)
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
@@ -97,6 +101,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if err := f.faultFlags.check(); err != nil {
 		return nil, err
+	}
+	if f.maxWorkflowSize <= 0 {
+		return nil, fmt.Errorf("--max-workflow-size must be positive, got %d", f.maxWorkflowSize)
 	}
 	if f.coalesceWindow < 0 {
 		return nil, fmt.Errorf("--status-coalesce-window must not be negative, got %s", f.coalesceWindow)
@@ -120,6 +127,14 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		}
 	}
 	return f, nil
+}
+
+// envInt is the integer in the environment variable key, else def (also when it is not a number).
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
 }
 
 func envOr(key, def string) string {
@@ -218,6 +233,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
 		PassDeadline:         f.passDeadline,
+		MaxWorkflowSize:      f.maxWorkflowSize,
 		Logger:               log, Registry: registry,
 	}
 	faults.apply(&opts)

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/taskresult"
@@ -75,8 +76,9 @@ func (e *PodNameTakenError) Error() string {
 	return fmt.Sprintf("pod %s/%s already exists for workflow UID %q", e.Namespace, e.Name, e.OwnerUID)
 }
 
-// MaxWorkflowSize bounds the encoded workflow; larger ones cannot be stored in etcd reliably.
-const MaxWorkflowSize = 1024 * 1024
+// MaxWorkflowSize bounds the encoded new workflow; larger ones cannot be stored in etcd reliably. Once
+// running, persist compresses nodes past the controller's MaxWorkflowSize (same default).
+const MaxWorkflowSize = extstatus.DefaultMaxWorkflowSize
 
 // shutdown is the effective shutdown strategy: the accepted one in status, else the legacy spec field.
 func shutdown(p *Pass) wfv1.ShutdownStrategy {
@@ -752,4 +754,27 @@ func suppliedOutputs(tmpl *wfv1.Template) *wfv1.Outputs {
 		}
 	}
 	return out
+}
+
+// EndWithError ends the workflow Error with message, every unfinished node Error with nodeMessage, without
+// running anything further (no exit handler: nothing more can be stored). The persist phase calls it when
+// the API server will never accept the pass's status.
+func EndWithError(p *Pass, message, nodeMessage string) {
+	for id, n := range p.WF.Status.Nodes {
+		if !n.Phase.Completed() {
+			n.Phase = wfv1.NodeError
+			n.Message = nodeMessage
+			n.FinishedAt = p.now()
+			p.WF.Status.Nodes[id] = n
+		}
+	}
+	wf := p.WF
+	wf.Status.Phase = wfv1.WorkflowError
+	wf.Status.Message = message
+	if wf.Status.StartedAt.IsZero() {
+		wf.Status.StartedAt = p.now()
+	}
+	wf.Status.FinishedAt = p.now()
+	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowError))
+	setLabel(wf, common.LabelKeyCompleted, "true")
 }

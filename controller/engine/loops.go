@@ -9,7 +9,14 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/util/template"
+
+	"github.com/wfguard/wfguard/internal/truncate"
 )
+
+// MaxLoopItems caps the iterations of one withItems / withParam / withSequence. A loop beyond it is an
+// error on its node instead of an expansion that exhausts memory (a count of 10^12 allocates before any
+// pod exists). Documented in docs/engine.md.
+const MaxLoopItems = 50000
 
 // loop is the withItems / withParam / withSequence of a step or task, after parameter substitution.
 type loop struct {
@@ -26,11 +33,15 @@ func (l loop) expand(when string) ([]wfv1.Item, error) {
 	var items []wfv1.Item
 	var err error
 	switch {
+	case len(l.items) > MaxLoopItems:
+		return nil, tooManyItems("withItems", uint64(len(l.items)))
 	case len(l.items) > 0:
 		return l.items, nil
 	case l.param != "":
 		if err = json.Unmarshal([]byte(l.param), &items); err != nil {
-			err = fmt.Errorf("withParam value could not be parsed as a JSON list: %s: %v", strings.TrimSpace(l.param), err)
+			err = fmt.Errorf("withParam value could not be parsed as a JSON list: %s: %v", truncate.String(strings.TrimSpace(l.param), 256), err)
+		} else if len(items) > MaxLoopItems {
+			return nil, tooManyItems("withParam", uint64(len(items)))
 		}
 	default:
 		items, err = sequence(l.seq)
@@ -42,6 +53,11 @@ func (l loop) expand(when string) ([]wfv1.Item, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+// tooManyItems is the error of a loop over more than MaxLoopItems iterations.
+func tooManyItems(field string, n uint64) error {
+	return fmt.Errorf("%s has %d items, more than the limit of %d per loop; split the work into nested loops or child workflows", field, n, MaxLoopItems)
 }
 
 // sequence lists withSequence's numbers, from start to end inclusive (or count numbers from start),
@@ -74,6 +90,9 @@ func sequence(seq *wfv1.Sequence) ([]wfv1.Item, error) {
 		if count <= 0 {
 			return nil, nil
 		}
+		if count > MaxLoopItems {
+			return nil, tooManyItems("withSequence", uint64(count))
+		}
 		end = start + count - 1
 	default:
 		return nil, fmt.Errorf("withSequence needs end or count")
@@ -85,6 +104,14 @@ func sequence(seq *wfv1.Sequence) ([]wfv1.Item, error) {
 	step := 1
 	if end < start {
 		step = -1
+	}
+	// The distance in uint64 is exact for any start and end; end-start in int could overflow.
+	span := uint64(end) - uint64(start)
+	if end < start {
+		span = uint64(start) - uint64(end)
+	}
+	if span >= MaxLoopItems {
+		return nil, tooManyItems("withSequence", span+1)
 	}
 	var items []wfv1.Item
 	for i := start; ; i += step {

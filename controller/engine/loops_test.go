@@ -64,6 +64,13 @@ func TestSequences(t *testing.T) {
 		{"a zero count is empty", wfv1.Sequence{Count: n(0)}, "", ""},
 		{"a count that is not a number names the field", wfv1.Sequence{Count: s("many")}, "", `withSequence.count "many" is not a whole number`},
 		{"neither end nor count is an error", wfv1.Sequence{Start: n(1)}, "", "withSequence needs end or count"},
+		{"a count at the cap expands", wfv1.Sequence{Count: n(3), Start: n(MaxLoopItems - 3)}, "49997 49998 49999", ""},
+		{"a count beyond the cap is an error, not an allocation", wfv1.Sequence{Count: s("1000000000000")}, "",
+			"withSequence has 1000000000000 items, more than the limit of 50000 per loop; split the work into nested loops or child workflows"},
+		{"a range beyond the cap is an error", wfv1.Sequence{Start: n(0), End: s("50000")}, "",
+			"withSequence has 50001 items, more than the limit of 50000 per loop; split the work into nested loops or child workflows"},
+		{"a range across the whole int64 line does not overflow", wfv1.Sequence{Start: s("9223372036854775807"), End: s("-9223372036854775807")}, "",
+			"withSequence has 18446744073709551615 items, more than the limit of 50000 per loop; split the work into nested loops or child workflows"},
 	} {
 		items, err := sequence(&tc.seq)
 		if tc.err != "" {
@@ -93,6 +100,34 @@ func TestWithParamMustBeAJSONList(t *testing.T) {
 	items, err := loop{param: `["a", {"k": 1}]`}.expand("")
 	if err != nil || len(items) != 2 {
 		t.Errorf("a JSON list: %v %v", items, err)
+	}
+}
+
+func TestEveryLoopIsCapped(t *testing.T) {
+	many := make([]wfv1.Item, MaxLoopItems+1)
+	for i := range many {
+		many[i] = item(t, "1")
+	}
+	param := "[" + strings.TrimSuffix(strings.Repeat("1,", MaxLoopItems+1), ",") + "]"
+	for _, tc := range []struct {
+		sentence string
+		loop     loop
+		want     string
+	}{
+		{"withItems beyond the cap is an error", loop{items: many}, "withItems has 50001 items, more than the limit of 50000 per loop"},
+		{"withParam beyond the cap is an error", loop{param: param}, "withParam has 50001 items, more than the limit of 50000 per loop"},
+	} {
+		items, err := tc.loop.expand("")
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || items != nil {
+			t.Errorf("%s: got %d items, err %v; want %q", tc.sentence, len(items), err, tc.want)
+		}
+	}
+	if items, err := (loop{items: many[:MaxLoopItems]}).expand(""); err != nil || len(items) != MaxLoopItems {
+		t.Errorf("withItems at the cap expands: got %d items, err %v", len(items), err)
+	}
+	long := "x" + strings.Repeat("y", 10000)
+	if _, err := (loop{param: long}).expand(""); err == nil || len(err.Error()) > 512 {
+		t.Errorf("a withParam that is not JSON is quoted in bounded length: %d bytes", len(err.Error()))
 	}
 }
 

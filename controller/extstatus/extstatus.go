@@ -32,7 +32,7 @@ type AppliedAction struct {
 // fieldNames are the status keys Extensions owns.
 var fieldNames = []string{"shutdown", "suspended", "appliedActions"}
 
-// FromUnstructured decodes a Workflow and its extensions. Unknown status fields other than ours are
+// FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated. Unknown status fields other than ours are
 // dropped, as argo's own controller does.
 func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
 	var ext Extensions
@@ -43,6 +43,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	wf := &wfv1.Workflow{}
 	if err := json.Unmarshal(data, wf); err != nil {
 		return nil, ext, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	if err := InflateNodes(wf); err != nil {
+		return nil, ext, err
 	}
 	var wrapper struct {
 		Status Extensions `json:"status"`

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/workload"
 )
@@ -61,6 +62,9 @@ func (e *env) succeededWithoutOutputs(ctx context.Context, ns string) (int, erro
 	}
 	missing := 0
 	for _, wf := range list.Items {
+		if err := extstatus.InflateNodes(&wf); err != nil {
+			return 0, err
+		}
 		for _, node := range wf.Status.Nodes {
 			if node.Type != wfv1.NodeTypePod || node.Phase != wfv1.NodeSucceeded {
 				continue

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/sandbox"
 )
@@ -115,6 +116,9 @@ func watchUntilDone(ctx context.Context, argo versioned.Interface, examples []ex
 		}
 		for i := range list.Items {
 			wf := &list.Items[i]
+			if err := extstatus.InflateNodes(wf); err != nil {
+				return false, err
+			}
 			final[wf.Name] = wf
 			for _, n := range wf.Status.Nodes {
 				state := string(n.Phase) + " " + n.Message

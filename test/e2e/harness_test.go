@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/simnode"
@@ -59,6 +60,7 @@ func (e *env) startController(o envOptions) {
 		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
 		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
+		MaxWorkflowSize: o.maxSize,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -91,6 +93,8 @@ type envOptions struct {
 	passDeadline time.Duration
 	// oldPodWait bounds a node's wait for a deleted same-named workflow's pod (0: the default).
 	oldPodWait time.Duration
+	// maxSize is the MaxWorkflowSize (0: the default).
+	maxSize int
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -139,6 +143,9 @@ func (e *env) waitFor(name, what string, timeout time.Duration, cond func(*wfv1.
 		wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
+		}
+		if err := extstatus.InflateNodes(wf); err != nil {
+			return false, err
 		}
 		last = wf
 		return cond(wf), nil

@@ -1,0 +1,140 @@
+package extstatus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DefaultMaxWorkflowSize is the encoded size of a workflow above which its nodes are stored compressed, and
+// above which even compressed it is not written: argo's MAX_WORKFLOW_SIZE default (1 MiB), below etcd's
+// default --max-request-bytes (1.5 MiB) so the rest of the request and its encoding overhead still fit.
+const DefaultMaxWorkflowSize = 1 << 20
+
+// maxInflatedNodes bounds the decompressed nodes JSON, so a hostile compressedNodes cannot exhaust memory.
+const maxInflatedNodes = 256 << 20
+
+// ErrTooLarge is returned (wrapped) when a workflow does not fit the size limit even with compressed nodes.
+var ErrTooLarge = errors.New("workflow is too large to store")
+
+// InflateNodes moves argo's status.compressedNodes (base64 of gzip of the nodes JSON) back into
+// status.nodes. Every reader of nodes goes through it (FromUnstructured calls it).
+func InflateNodes(wf *wfv1.Workflow) error {
+	if wf.Status.CompressedNodes == "" {
+		return nil
+	}
+	if len(wf.Status.Nodes) == 0 {
+		data, err := inflate(wf.Status.CompressedNodes)
+		if err != nil {
+			return fmt.Errorf("decompressing status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
+		if err := json.Unmarshal(data, &wf.Status.Nodes); err != nil {
+			return fmt.Errorf("decoding status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
+	}
+	wf.Status.CompressedNodes = ""
+	return nil
+}
+
+// InflateUnstructured is InflateNodes for an object read from the API server as unstructured.
+func InflateUnstructured(u *unstructured.Unstructured) error {
+	compressed, _, _ := unstructured.NestedString(u.Object, "status", "compressedNodes")
+	if compressed == "" {
+		return nil
+	}
+	nodes, _, _ := unstructured.NestedMap(u.Object, "status", "nodes")
+	if len(nodes) == 0 {
+		data, err := inflate(compressed)
+		if err != nil {
+			return fmt.Errorf("decompressing status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		if err := json.Unmarshal(data, &nodes); err != nil {
+			return fmt.Errorf("decoding status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		if err := unstructured.SetNestedMap(u.Object, nodes, "status", "nodes"); err != nil {
+			return err
+		}
+	}
+	unstructured.RemoveNestedField(u.Object, "status", "compressedNodes")
+	return nil
+}
+
+// Fit returns u as it is to be written: unchanged when its encoding is at most limit bytes, else a copy
+// with status.nodes compressed into status.compressedNodes as argo stores them. When even that is over
+// limit the error wraps ErrTooLarge and says both sizes. An object without nodes is returned unchanged:
+// the limit bounds what the controller adds, the API server bounds the rest.
+func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	if len(data) <= limit {
+		return u, nil
+	}
+	nodes, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "nodes")
+	if !found {
+		// Nothing of ours to shrink: what is over the limit is what the user stored (the spec), which the
+		// API server accepted; it judges this write too.
+		return u, nil
+	}
+	nodesJSON, err := json.Marshal(nodes)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(nodesJSON); err != nil {
+		return nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	// A shallow copy down to status: the nodes themselves are not modified.
+	out := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
+	for k, v := range u.Object {
+		out.Object[k] = v
+	}
+	status := map[string]any{}
+	for k, v := range u.Object["status"].(map[string]any) {
+		status[k] = v
+	}
+	delete(status, "nodes")
+	status["compressedNodes"] = base64.StdEncoding.EncodeToString(buf.Bytes())
+	out.Object["status"] = status
+	compressed, err := out.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	if len(compressed) > limit {
+		return nil, fmt.Errorf("%w: %d bytes with compressed nodes (%d without), over the limit of %d",
+			ErrTooLarge, len(compressed), len(data), limit)
+	}
+	return out, nil
+}
+
+func inflate(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = zr.Close() }()
+	data, err := io.ReadAll(io.LimitReader(zr, maxInflatedNodes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxInflatedNodes {
+		return nil, fmt.Errorf("more than %d bytes decompressed", maxInflatedNodes)
+	}
+	return data, nil
+}

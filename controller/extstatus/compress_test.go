@@ -1,0 +1,113 @@
+package extstatus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/util/file"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func workflowWithNodes(n int) *wfv1.Workflow {
+	wf := &wfv1.Workflow{}
+	wf.Name, wf.Namespace = "wf", "ns"
+	wf.Status.Phase = wfv1.WorkflowRunning
+	wf.Status.Nodes = wfv1.Nodes{}
+	for i := range n {
+		id := fmt.Sprintf("wf-%d", i)
+		wf.Status.Nodes[id] = wfv1.NodeStatus{ID: id, Name: fmt.Sprintf("wf[0].fan(%d:%d)", i, i), Type: wfv1.NodeTypePod, Phase: wfv1.NodeSucceeded}
+	}
+	return wf
+}
+
+func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
+	small, err := ToUnstructured(workflowWithNodes(2), Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Fit(small, DefaultMaxWorkflowSize); err != nil || got != small {
+		t.Errorf("a workflow under the limit is written as it is: %v", err)
+	}
+
+	large, err := ToUnstructured(workflowWithNodes(10000), Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := large.MarshalJSON()
+	limit := len(data) / 2
+	fitted, err := Fit(large, limit)
+	if err != nil {
+		t.Fatalf("10,000 nodes compress under half their size: %v", err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(fitted.Object, "status", "nodes"); found {
+		t.Error("a compressed workflow still has status.nodes")
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(large.Object, "status", "nodes"); !found {
+		t.Error("Fit modified its input")
+	}
+	compressed, _, _ := unstructured.NestedString(fitted.Object, "status", "compressedNodes")
+	// argo's own reader decodes what we write.
+	argoJSON, err := file.DecodeDecompressString(compressed)
+	if err != nil || !strings.Contains(argoJSON, `"wf-9999"`) {
+		t.Errorf("argo cannot read status.compressedNodes: %v", err)
+	}
+	wf, _, err := FromUnstructured(fitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.Status.Nodes) != 10000 || wf.Status.CompressedNodes != "" {
+		t.Errorf("FromUnstructured inflates the nodes: got %d nodes, compressedNodes %d bytes", len(wf.Status.Nodes), len(wf.Status.CompressedNodes))
+	}
+	if err := InflateUnstructured(fitted); err != nil {
+		t.Fatal(err)
+	}
+	if nodes, _, _ := unstructured.NestedMap(fitted.Object, "status", "nodes"); len(nodes) != 10000 {
+		t.Errorf("InflateUnstructured restores %d nodes, want 10000", len(nodes))
+	}
+
+	bare, err := ToUnstructured(workflowWithNodes(0), Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(bare.Object, "status", "nodes")
+	if got, err := Fit(bare, 10); err != nil || got != bare {
+		t.Errorf("an object without nodes over the limit is left to the API server: %v", err)
+	}
+
+	_, err = Fit(large, 1000)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 1000") {
+		t.Errorf("a workflow over the limit even compressed: err = %v, want ErrTooLarge with the sizes", err)
+	}
+}
+
+func TestCompressedNodesThatDoNotDecodeAreAnErrorNotAPanic(t *testing.T) {
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	chunk := make([]byte, 1<<20)
+	for range maxInflatedNodes>>20 + 1 {
+		_, _ = zw.Write(chunk)
+	}
+	_ = zw.Close()
+	for _, tc := range []struct {
+		sentence   string
+		compressed string
+		want       string
+	}{
+		{"not base64", "!!!", "decompressing"},
+		{"not gzip", base64.StdEncoding.EncodeToString([]byte("plain")), "decompressing"},
+		{"not a node map", file.CompressEncodeString(`[1,2]`), "decoding"},
+		{"a decompression bomb", base64.StdEncoding.EncodeToString(bomb.Bytes()), "more than"},
+	} {
+		wf := &wfv1.Workflow{}
+		wf.Status.CompressedNodes = tc.compressed
+		if err := InflateNodes(wf); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to say %q", tc.sentence, err, tc.want)
+		}
+	}
+}

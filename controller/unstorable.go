@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/internal/truncate"
+)
+
+// Event reasons of a workflow whose status the API server will never accept.
+const (
+	ReasonStatusTooLarge = "WorkflowStatusTooLarge"
+	ReasonStatusInvalid  = "WorkflowStatusInvalid"
+)
+
+// Kinds of permanent write errors.
+const (
+	writeTooLarge = "too large"
+	writeInvalid  = "invalid"
+)
+
+// maxCauseInMessage bounds the API server's error quoted in a status message (a 422 can quote the value).
+const maxCauseInMessage = 512
+
+// classifyWriteError tells a write the API server will never accept (permanent: retrying the same object
+// fails the same way) from a transient failure. Too large: our own size check (extstatus.ErrTooLarge), 413
+// from the API server (request body over its limit), etcd's "request is too large" (over
+// --max-request-bytes, a 500) and gRPC ResourceExhausted (over the client's message limit). Invalid: 422.
+func classifyWriteError(err error) (kind string, permanent bool) {
+	if err == nil {
+		return "", false
+	}
+	if errors.Is(err, extstatus.ErrTooLarge) || apierrors.IsRequestEntityTooLargeError(err) {
+		return writeTooLarge, true
+	}
+	if apierrors.IsInvalid(err) {
+		return writeInvalid, true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"request is too large", "resourceexhausted", "too large", "larger than max"} {
+		if strings.Contains(msg, s) {
+			return writeTooLarge, true
+		}
+	}
+	return "", false
+}
+
+// isPermanent reports whether the API server will never accept the write as it is.
+func isPermanent(err error) bool {
+	_, permanent := classifyWriteError(err)
+	return permanent
+}
+
+// failUnstorable ends a workflow whose pass can never be written: Error with a message saying why, every
+// unfinished node Error, a Warning Event, and (after persist) its pods released like any completed
+// workflow's. It writes the most of the pass that fits: all nodes; else nodes without inputs and outputs
+// (the usual bulk); else no nodes. Anything but a conflict or another permanent error is returned for retry.
+func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (persistOutcome, error) {
+	kind, _ := classifyWriteError(cause)
+	reason := ReasonStatusTooLarge
+	if kind == writeInvalid {
+		reason = ReasonStatusInvalid
+	}
+	c.log.Warn("the workflow's status cannot be stored; ending it Error", "workflow", p.key, "err", cause)
+	message := "workflow status cannot be stored: " + truncate.String(cause.Error(), maxCauseInMessage)
+	engine.EndWithError(&p.Pass, message, "stopped: the workflow status cannot be stored")
+	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
+	attempts := []struct {
+		note  string
+		strip func(*wfv1.Workflow)
+	}{
+		{"", func(*wfv1.Workflow) {}},
+		{" (node inputs and outputs were dropped to fit)", func(wf *wfv1.Workflow) {
+			for id, n := range wf.Status.Nodes {
+				n.Inputs, n.Outputs = nil, nil
+				wf.Status.Nodes[id] = n
+			}
+		}},
+		{" (nodes were dropped to fit)", func(wf *wfv1.Workflow) { wf.Status.Nodes = nil }},
+	}
+	last := cause
+	for i, a := range attempts {
+		wf := p.WF.DeepCopy()
+		a.strip(wf)
+		wf.Status.Message += a.note
+		u, err := extstatus.ToUnstructured(wf, *p.Ext)
+		if err != nil {
+			return dropped, err
+		}
+		u.SetResourceVersion(p.loaded.GetResourceVersion())
+		limit := c.opts.MaxWorkflowSize
+		if i == len(attempts)-1 {
+			limit = math.MaxInt // the API server decides the last try: the spec it stored is not ours to cut
+		}
+		fitted, err := extstatus.Fit(u, limit)
+		if err != nil {
+			last = err
+			continue
+		}
+		updated, err := client.Update(ctx, fitted, updateOptions)
+		if _, permanent := classifyWriteError(err); permanent {
+			last = err
+			continue
+		}
+		if err != nil {
+			return dropped, fmt.Errorf("ending workflow %s Error because its status cannot be stored: %w", p.key, err)
+		}
+		c.recordWrite(updated)
+		c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
+		p.WF = wf
+		// The pass's own Events announce what was not stored; these say what was. WorkflowFailed is argo's
+		// reason for a Failed or Error workflow, kept for tools that watch it.
+		p.Events = []engine.Event{{Warning: true, Reason: reason, Message: wf.Status.Message},
+			{Warning: true, Reason: engine.ReasonWorkflowFailed, Message: wf.Status.Message}}
+		return written, nil
+	}
+	c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
+	return dropped, fmt.Errorf("ending workflow %s Error because its status cannot be stored: even without nodes: %w", p.key, last)
+}
