@@ -130,7 +130,7 @@ spec:
 			t.Errorf("%s: workflow %s %q with %d nodes, want Error %q before any node", tc.sentence, done.Status.Phase, done.Status.Message,
 				len(done.Status.Nodes), tc.message)
 		}
-		if got := e.events(tc.name, "WorkflowFailed"); len(got) != 1 || !strings.Contains(got[0], tc.message) {
+		if got := e.waitEvent(tc.name, "WorkflowFailed"); len(got) != 1 || !strings.Contains(got[0], tc.message) {
 			t.Errorf("%s: WorkflowFailed events %q, want one naming the reference", tc.sentence, got)
 		}
 	}
