@@ -22,16 +22,17 @@ import (
 // orphaned reports whether a pod holding our finalizer belongs to no workflow in the cache. Identity is by
 // UID, so a new workflow of the same name never adopts (nor frees) an old one's pods. The workflow
 // informer holds every workflow of our instance, completed ones included. Only a pod the controller
-// created (podidentity, against the workflow its ownerReference names, in the pod's own namespace) is an
-// orphan: a pod without a Workflow owner, or that names a workflow UID living in another namespace, or
-// whose name and node ID disagree, is not ours to release.
+// created (podidentity, against the workflow its ownerReference names, in the pod's own namespace), or such
+// a pod whose ownerReference was removed (podidentity.LostItsOwner), is an orphan: a pod that names a
+// workflow UID living in another namespace, or whose name and node ID disagree, is not ours to release.
 func (c *Controller) orphaned(pod *corev1.Pod) bool {
 	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
 		return false
 	}
 	owner, ok := podidentity.ClaimedOwner(pod)
 	if !ok {
-		return false
+		// Its workflow was deleted with orphan propagation: nothing will ever capture it.
+		return podidentity.LostItsOwner(pod)
 	}
 	objs, err := c.inf.workflows.GetIndexer().ByIndex(IndexWorkflowUID, string(owner.UID))
 	if err != nil {

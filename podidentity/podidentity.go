@@ -86,11 +86,9 @@ func Check(owner Owner, node *wfv1.NodeStatus, pod *corev1.Pod) Mismatch {
 		hash = ""
 	case node != nil:
 		hash = fnv32a(node.Name)
-	case id == owner.Name:
-		hash = ""
 	default:
-		h, ok := strings.CutPrefix(id, owner.Name+"-")
-		if !ok || h == "" || strings.Trim(h, nodeIDHashDigit) != "" {
+		h, ok := hashOfNodeID(owner.Name, id)
+		if !ok {
 			return UnexpectedName
 		}
 		hash = h
@@ -99,6 +97,36 @@ func Check(owner Owner, node *wfv1.NodeStatus, pod *corev1.Pod) Mismatch {
 		return UnexpectedName
 	}
 	return Match
+}
+
+// hashOfNodeID is the node-name hash argo puts in a node ID of workflowName ("" for the node named after
+// the workflow); ok is false for an ID argo would not give.
+func hashOfNodeID(workflowName, id string) (string, bool) {
+	if id == workflowName {
+		return "", true
+	}
+	h, ok := strings.CutPrefix(id, workflowName+"-")
+	if !ok || h == "" || strings.Trim(h, nodeIDHashDigit) != "" {
+		return "", false
+	}
+	return h, true
+}
+
+// LostItsOwner reports whether pod looks like a controller's pod whose Workflow ownerReference was removed
+// (its workflow deleted with orphan propagation): no Workflow owner, and its workflow label, node-id
+// annotation and name agree. Such a pod can decide no node (nothing matches it); only its finalizer is left.
+func LostItsOwner(pod *corev1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == workflowKind {
+			return false
+		}
+	}
+	name, id := pod.Labels[common.LabelKeyWorkflow], pod.Annotations[common.AnnotationKeyNodeID]
+	if name == "" || id == "" {
+		return false
+	}
+	hash, ok := hashOfNodeID(name, id)
+	return ok && NameFits(name, hash, pod.Name)
 }
 
 // NameFits reports whether podName is a name argo gives a pod of workflowName whose node name hashes to

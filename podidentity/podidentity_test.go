@@ -96,3 +96,36 @@ func TestClaimedOwnerIsThePodsWorkflowInThePodsNamespace(t *testing.T) {
 		t.Error("a pod without a Workflow owner claims one")
 	}
 }
+
+func TestAPodWhoseWorkflowWasDeletedWithOrphanPropagationLostItsOwner(t *testing.T) {
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "wf", UID: "uid-1"}}
+	node := &wfv1.NodeStatus{ID: wf.NodeID("wf[0].s1"), Name: "wf[0].s1", TemplateName: "main"}
+	pod := func(edit func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace:   "a",
+			Name:        podspec.PodName(wf.Name, node.Name, node.TemplateName, node.ID),
+			Labels:      map[string]string{common.LabelKeyWorkflow: "wf"},
+			Annotations: map[string]string{common.AnnotationKeyNodeID: node.ID},
+		}}
+		edit(p)
+		return p
+	}
+	for _, tc := range []struct {
+		sentence string
+		pod      *corev1.Pod
+		want     bool
+	}{
+		{"the controller's pod without its ownerReference lost its owner", pod(func(*corev1.Pod) {}), true},
+		{"a pod still owned by a workflow did not", pod(func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "Workflow", Name: "wf", UID: "uid-1"}}
+		}), false},
+		{"a pod without the workflow label is not the controller's", pod(func(p *corev1.Pod) { delete(p.Labels, common.LabelKeyWorkflow) }), false},
+		{"a pod without a node id is not the controller's", pod(func(p *corev1.Pod) { delete(p.Annotations, common.AnnotationKeyNodeID) }), false},
+		{"a pod whose name disagrees with its node id is not the controller's", pod(func(p *corev1.Pod) { p.Name = "wf-main-1" }), false},
+		{"a pod whose node id is not of its workflow is not the controller's", pod(func(p *corev1.Pod) { p.Labels[common.LabelKeyWorkflow] = "other" }), false},
+	} {
+		if got := podidentity.LostItsOwner(tc.pod); got != tc.want {
+			t.Errorf("%s: LostItsOwner = %v, want %v", tc.sentence, got, tc.want)
+		}
+	}
+}

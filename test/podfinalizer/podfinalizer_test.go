@@ -238,6 +238,34 @@ func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
 	})
 }
 
+func TestPodsOfAWorkflowDeletedWithOrphanPropagationAreReleased(t *testing.T) {
+	// kubectl delete --cascade=orphan: the garbage collector strips the pods' ownerReferences and leaves
+	// them; only the controller can take its finalizer off, or they could never be deleted.
+	ns := namespace(t)
+	startController(t, true, time.Minute)
+	hold := make(chan struct{})
+	defer close(hold)
+	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: hold}})
+	wf := submit(t, ns, fmt.Sprintf(threeSteps, "orphaned"))
+	waitUntil(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
+		return holding(podsIn(ctx, ns)) == 2
+	})
+	orphan := metav1.DeletePropagationOrphan
+	if err := versioned.NewForConfigOrDie(cp.Config()).ArgoprojV1alpha1().Workflows(ns).Delete(t.Context(), wf.Name,
+		metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "both pods left without an owner and without the status finalizer", time.Minute, func(ctx context.Context) bool {
+		pods := podsIn(ctx, ns)
+		for _, p := range pods {
+			if len(p.OwnerReferences) > 0 {
+				return false
+			}
+		}
+		return len(pods) == 2 && holding(pods) == 0
+	})
+}
+
 func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(t *testing.T) {
 	nsA, nsB := namespace(t), namespace(t)
 	first := startController(t, true, time.Minute)
