@@ -39,8 +39,8 @@ type MergeStats struct {
 	Completed int
 	// Ignored lists the results that decided nothing, with the reason.
 	Ignored []Ignored
-	// Pending counts results of Pod nodes whose pod is not observed yet (a lagging pod cache); a later
-	// merge takes them.
+	// Pending counts results of Pod nodes whose pod is not observed yet (a lagging pod cache; a later merge
+	// takes them) and of settled nodes whose pod was collected: neither is reported as ignored.
 	Pending int
 }
 
@@ -71,6 +71,10 @@ func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev
 		return IgnoredNotAPodNode, false
 	}
 	pod := pods[r.Name]
+	if pod == nil && node.Phase.Completed() && Synced(&node) {
+		// Settled: its pod was collected (podGC) after the result was merged; nothing is left to decide.
+		return IgnoredNoMatchingPod, true
+	}
 	if pod == nil {
 		return IgnoredNoMatchingPod, node.Phase == wfv1.NodePending || node.Phase == ""
 	}

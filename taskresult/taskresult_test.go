@@ -129,6 +129,22 @@ func TestMergeTakesOutputsAndOpensTheGateOnlyForResultsOfItsOwnPods(t *testing.T
 	}
 }
 
+func TestTheResultOfASettledNodeWhosePodWasCollectedIsNotReportedAsIgnored(t *testing.T) {
+	wf := workflow()
+	n := wf.Status.Nodes["wf-1"]
+	synced := true
+	n.Phase, n.TaskResultSynced = wfv1.NodeSucceeded, &synced
+	wf.Status.Nodes["wf-1"] = n
+	// podGC removed the pod after the merge that settled the node; the result stays in the cache.
+	stats := Merge(wf, []*wfv1.WorkflowTaskResult{result("wf-1", "1", "true", nil)}, map[string]*corev1.Pod{})
+	if len(stats.Ignored) != 0 || stats.Pending != 1 {
+		t.Errorf("stats = %+v, want nothing ignored (a Warning on every pass of a healthy workflow) and the result skipped", stats)
+	}
+	if got := wf.Status.Nodes["wf-1"]; got.Phase != wfv1.NodeSucceeded || !Synced(&got) {
+		t.Errorf("the settled node changed: %s synced=%v", got.Phase, Synced(&got))
+	}
+}
+
 func TestAForgedResultNeverReplacesOutputsTheControllerOrAnActionSet(t *testing.T) {
 	forged := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "answer", Value: wfv1.AnyStringPtr("FORGED")}}, ExitCode: ptr("1")}
 	wf := workflow()
