@@ -41,6 +41,22 @@ const (
 	MaxOutputParameterLength = 32 << 10
 )
 
+// MaxOutputParametersCopied bounds what one Resume adds to the workflow's status (the values times the nodes
+// it resumes), well below the 1 MiB at which nodes are compressed, so a Resume within the CRD's bounds is
+// refused rather than ending its workflow as unstorable.
+const MaxOutputParametersCopied = 256 << 10
+
+// outputBytes is the size of a Resume's output parameter names and values.
+func outputBytes(params *v1alpha1.ResumeParameters) int {
+	n := 0
+	if params != nil {
+		for k, v := range params.OutputParameters {
+			n += len(k) + len(v)
+		}
+	}
+	return n
+}
+
 // MaxMessageLength bounds every outcome message (and a Stop's node message): messages quote user input
 // (selectors), and an unbounded one made a write-ahead record or an action status the API server refuses.
 const MaxMessageLength = 1024
@@ -126,12 +142,17 @@ func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.Resum
 		}
 		for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
 			if v := params.OutputParameters[k]; len(v) > MaxOutputParameterLength || len(k) > 253 {
-				return failed(ReasonInvalidOutputParameters, "outputParameters %q: %d bytes, more than the limit of %d (names up to 253)",
-					quoted(k), len(v), MaxOutputParameterLength)
+				return failed(ReasonInvalidOutputParameters, "outputParameters %q: a %d-byte name and a %d-byte value, more than the limits of 253 and %d",
+					quoted(k), len(k), len(v), MaxOutputParameterLength)
 			}
 		}
 	}
 	nodes := activeSuspendNodes(wf, selector)
+	if copied := outputBytes(params) * max(1, len(nodes)); copied > MaxOutputParametersCopied {
+		// Each resumed node stores the values: past this the workflow's status could not be stored at all.
+		return failed(ReasonInvalidOutputParameters, "outputParameters of %d bytes for %d nodes would add %d bytes to the workflow's status, more than the limit of %d",
+			outputBytes(params), max(1, len(nodes)), copied, MaxOutputParametersCopied)
+	}
 	wasSuspended := suspended(wf, ext) && (params == nil || params.NodeFieldSelector == "")
 	if len(nodes) == 0 && !wasSuspended {
 		return failed(ReasonNothingToResume, "workflow %s has nothing suspended to resume (no suspended workflow, no active suspend node matching)", wf.Name)

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,6 +101,14 @@ func TestOutcomesAreBoundedWhateverTheActionCarries(t *testing.T) {
 		{"a 1 MiB output parameter", v1alpha1.WorkflowActionSpec{Action: v1alpha1.ActionResume,
 			Resume: &v1alpha1.ResumeParameters{OutputParameters: map[string]string{"answer": huge}}}, ReasonInvalidOutputParameters},
 		{"a 1 MiB action name", v1alpha1.WorkflowActionSpec{Action: huge}, ReasonUnknownAction},
+		{"forty 30 KiB output parameters, each within the CRD's bounds, that the status could not store",
+			v1alpha1.WorkflowActionSpec{Action: v1alpha1.ActionResume, Resume: &v1alpha1.ResumeParameters{OutputParameters: func() map[string]string {
+				m := map[string]string{}
+				for i := range 40 {
+					m[fmt.Sprintf("p%d", i)] = strings.Repeat("y", 30<<10)
+				}
+				return m
+			}()}}, ReasonInvalidOutputParameters},
 	} {
 		wf := suspendedAt()
 		out := Apply(wf, &extstatus.Extensions{}, &v1alpha1.WorkflowAction{Spec: tc.spec}, metav1.Now())

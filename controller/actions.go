@@ -207,7 +207,7 @@ func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowActio
 				Message: "the outcome could not be stored: " + truncate.String(err.Error(), 256)}
 			status = v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
 			continue
-		case !apierrors.IsConflict(err) || attempt == 3:
+		case !apierrors.IsConflict(err) || attempt >= 3:
 			return false, fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
 		}
 		// Our cached copy is stale: read the action, and stop if it is already terminal.
