@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/podidentity"
 )
 
 // podControl is the engine's pod I/O against the API server.
@@ -42,14 +44,22 @@ func (pc *podControl) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 		if getErr != nil {
 			return fmt.Errorf("pod %s already exists and reading it failed: %w", pod.Name, getErr)
 		}
-		want := pod.Labels[podspec.LabelWorkflowUID]
-		if got := existing.Labels[podspec.LabelWorkflowUID]; got != want {
-			return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: got}
+		if !sameNodePod(pod, existing) {
+			return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: existing.Labels[podspec.LabelWorkflowUID]}
 		}
 		return nil
 	}
 	// Still coming and going: wait like for any earlier pod, and try again on the next pass.
 	return &engine.PodNameTakenError{Namespace: pod.Namespace, Name: pod.Name, OwnerUID: "unknown"}
+}
+
+// sameNodePod reports whether existing is the pod we meant to create: podidentity's rule against the
+// workflow and node of want. A look-alike that would pass only the create (and then be ignored by the pod
+// lister, so the node errored as "pod deleted") is a taken name instead.
+func sameNodePod(want, existing *corev1.Pod) bool {
+	owner, ok := podidentity.ClaimedOwner(want)
+	return ok && podidentity.Check(owner, nil, existing) == podidentity.Match &&
+		existing.Annotations[common.AnnotationKeyNodeID] == want.Annotations[common.AnnotationKeyNodeID]
 }
 
 // StopPod lowers activeDeadlineSeconds to 1, so the kubelet ends the pod (reason DeadlineExceeded).

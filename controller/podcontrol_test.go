@@ -5,9 +5,11 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/wfguard/wfguard/controller/engine"
@@ -15,9 +17,15 @@ import (
 )
 
 func TestCreatingAPodWhoseNameAnotherWorkflowHoldsIsAWaitNotAnError(t *testing.T) {
+	// pod is the controller's pod for node again-1 of workflow again with uid.
 	pod := func(uid string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "again-work-1", Labels: map[string]string{podspec.LabelWorkflowUID: uid}}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "again-work-1",
+			Labels:          map[string]string{podspec.LabelWorkflowUID: uid, common.LabelKeyWorkflow: "again"},
+			Annotations:     map[string]string{common.AnnotationKeyNodeID: "again-1"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", Name: "again", UID: types.UID(uid)}}}}
 	}
+	lookAlike := pod("new")
+	lookAlike.OwnerReferences = nil
 	for _, tc := range []struct {
 		sentence string
 		existing *corev1.Pod
@@ -26,6 +34,7 @@ func TestCreatingAPodWhoseNameAnotherWorkflowHoldsIsAWaitNotAnError(t *testing.T
 		{"a free name is created", nil, ""},
 		{"our own pod (an unpersisted create) is success", pod("new"), ""},
 		{"a pod of an earlier same-named workflow is PodNameTakenError naming its UID", pod("old"), "old"},
+		{"a look-alike with our UID label but no owner is a taken name, not ours", lookAlike, "new"},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			kube := fake.NewClientset()
