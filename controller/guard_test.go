@@ -13,6 +13,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -118,6 +119,11 @@ func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
 	})
 	config := rest.CopyConfig(cp.Config())
 	config.Impersonate = rest.ImpersonationConfig{UserName: user}
+	if err := controlplane.WaitAuthorized(t.Context(), config,
+		authorizationv1.ResourceAttributes{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		authorizationv1.ResourceAttributes{Verb: "list", Group: "argoproj.io", Resource: "workflows", Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
 
 	registry := prometheus.NewRegistry()
 	c, err := New(config, Options{Namespace: ns, Workers: 2, Registry: registry, Logger: slog.New(slog.DiscardHandler),
