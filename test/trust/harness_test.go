@@ -16,6 +16,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -251,6 +252,10 @@ func (e *env) bindExecutorRole() {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: e.ns}},
 	}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := controlplane.WaitAuthorized(e.t.Context(), serviceAccount(e.ns, "default", nil), authorizationv1.ResourceAttributes{
+		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,10 @@ func TestAPodInAnotherNamespaceDecidesNoNodeAndKeepsItsFinalizer(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "mallory", APIGroup: "rbac.authorization.k8s.io"}},
 	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.WaitAuthorized(t.Context(), as("mallory", nil, nil),
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: other}); err != nil {
 		t.Fatal(err)
 	}
 	mallory := kubernetes.NewForConfigOrDie(as("mallory", nil, nil))
