@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/inspect"
@@ -39,6 +41,13 @@ func TestAnAuditorMissingSomePermissionsGetsOneLinePerSkippedCheckAndTheRestRuns
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "auditor"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "auditor"}}}, metav1.CreateOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	auditor := cp.Config()
+	auditor.Impersonate = rest.ImpersonationConfig{UserName: "auditor"}
+	if err := controlplane.WaitAuthorized(t.Context(), auditor,
+		authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: e.ns},
+		authorizationv1.ResourceAttributes{Verb: "list", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		t.Fatal(err)
 	}
 	// A running workflow gives the RBAC check an account to ask about.

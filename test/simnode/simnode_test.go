@@ -12,6 +12,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wfguard/wfguard/test/controlplane"
 	"github.com/wfguard/wfguard/test/simnode"
@@ -440,6 +442,13 @@ func TestExecutorWritesResultsWithThePodsServiceAccount(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "executor"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: e.ns}}}
 	if _, err := e.kube.RbacV1().RoleBindings(e.ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := cp.Config()
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + e.ns + ":default",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + e.ns, "system:authenticated"}}
+	if err := controlplane.WaitAuthorized(t.Context(), sa, authorizationv1.ResourceAttributes{
+		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		t.Fatal(err)
 	}
 	allowed := e.createPod("wf.allowed", outputsTemplate, false, false)
