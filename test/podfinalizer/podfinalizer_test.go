@@ -370,8 +370,10 @@ func TestThousandsOfOrphanedPodsAreAllReleased(t *testing.T) {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
 				_, err := kube.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("orphan-%04d", i), Finalizers: []string{common.FinalizerPodStatus, "example.com/theirs"},
+					// Named and annotated as the controller names a node's pod: only such pods are ever released (podidentity).
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gone-%d", 1000000+i), Finalizers: []string{common.FinalizerPodStatus, "example.com/theirs"},
 						Labels:          map[string]string{common.LabelKeyWorkflow: "gone"},
+						Annotations:     map[string]string{common.AnnotationKeyNodeID: fmt.Sprintf("gone-%d", 1000000+i)},
 						OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "gone", UID: gone}}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
 				}, metav1.CreateOptions{})
