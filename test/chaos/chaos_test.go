@@ -19,6 +19,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/test/controlplane"
@@ -161,11 +163,15 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	for i := range final.Items {
 		finals = append(finals, &final.Items[i])
 	}
-	violations := check(rec.snapshot(), p, finals)
+	h := rec.snapshot()
+	violations := check(h, p, finals)
+	report, spurious := explain(decodedFinals(t, h, finals, seed))
+	violations = append(violations, spurious...)
 
 	journal := injector.Journal()
 	t.Logf("run: %d workflows submitted, %d deleted (%d recreated), %d actions, %d controller restarts, %d worker pauses, %d API faults injected %s; final phases %v",
 		s.submitted, s.deleted, s.recreated, len(p.actionKinds), loop.restarts.Load(), s.pauses, len(journal), byRule(journal), phases(finals))
+	t.Logf("seed %d %s", seed, report)
 	if len(journal) == 0 || loop.restarts.Load() == 0 || s.deleted == 0 || len(p.actionKinds) == 0 {
 		t.Errorf("the schedule did not exercise every fault kind (injections %d, restarts %d, deletions %d, actions %d): the run proves less than it claims",
 			len(journal), loop.restarts.Load(), s.deleted, len(p.actionKinds))
@@ -417,4 +423,19 @@ func phases(final []*unstructured.Unstructured) map[string]int {
 		out[phase]++
 	}
 	return out
+}
+
+// decodedFinals gives the oracle the recorded versions, the final workflows and each pod's seeded fate.
+func decodedFinals(t *testing.T, h history, finals []*unstructured.Unstructured, seed uint64) ([]version, history, []*wfv1.Workflow, func(*corev1.Pod) fate) {
+	versions, _ := decodeVersions(h) // check reports what does not decode
+	var wfs []*wfv1.Workflow
+	for _, u := range finals {
+		wf, _, err := extstatus.FromUnstructured(u)
+		if err != nil {
+			t.Errorf("decoding final workflow %s: %v", u.GetName(), err)
+			continue
+		}
+		wfs = append(wfs, wf)
+	}
+	return versions, h, wfs, func(pod *corev1.Pod) fate { return fateOf(dealt(seed, pod.Namespace, pod.Name)) }
 }

@@ -56,26 +56,30 @@ var shapes = []shape{
 	},
 }
 
-// behaviour gives each pod a seeded fate: most succeed after a short run, some fail, report late, never
-// report, are evicted or deleted by a third party.
+// behaviour gives each pod its seeded fate (dealt).
 func behaviour(seed uint64) simnode.Script {
-	return simnode.Script{Func: func(info simnode.PodInfo) simnode.Behavior {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d/%s/%s", seed, info.Pod.Namespace, info.Pod.Name)
-		r := rand.New(rand.NewPCG(h.Sum64(), seed))
-		b := simnode.Behavior{Parameters: map[string]string{workload.OutputParameter: "ok"}, RunFor: time.Duration(r.IntN(300)) * time.Millisecond}
-		switch x := r.IntN(100); {
-		case x < 6:
-			b.ExitCode = 1
-		case x < 14:
-			b.Fault.ResultDelay = time.Duration(200+r.IntN(1300)) * time.Millisecond
-		case x < 16:
-			b.Fault.NoResult = true
-		case x < 18:
-			b.Fault.Evict = true
-		case x < 20:
-			b.Fault.DeleteWhileRunning = true
-		}
-		return b
-	}}
+	return simnode.Script{Func: func(info simnode.PodInfo) simnode.Behavior { return dealt(seed, info.Pod.Namespace, info.Pod.Name) }}
+}
+
+// dealt is one pod's seeded fate: most succeed after a short run, some fail, report late, never report, are
+// evicted or deleted by a third party. It depends only on the seed and the pod's name, so the oracle can
+// deal it again after the run.
+func dealt(seed uint64, ns, pod string) simnode.Behavior {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%s", seed, ns, pod)
+	r := rand.New(rand.NewPCG(h.Sum64(), seed))
+	b := simnode.Behavior{Parameters: map[string]string{workload.OutputParameter: "ok"}, RunFor: time.Duration(r.IntN(300)) * time.Millisecond}
+	switch x := r.IntN(100); {
+	case x < 6:
+		b.ExitCode = 1
+	case x < 14:
+		b.Fault.ResultDelay = time.Duration(200+r.IntN(1300)) * time.Millisecond
+	case x < 16:
+		b.Fault.NoResult = true
+	case x < 18:
+		b.Fault.Evict = true
+	case x < 20:
+		b.Fault.DeleteWhileRunning = true
+	}
+	return b
 }
