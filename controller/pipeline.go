@@ -53,8 +53,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		c.log.Warn("reporting workflow actions", "workflow", key, "err", err)
 		p.requeueSoon = true
 	}
+	c.findMissingPods(ctx, p)
 	c.reconcileTaskResults(ctx, p)
-	c.assessNodes(ctx, p)
+	engine.AssessNodes(&p.Pass)
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
 		outcome, perr := c.persist(ctx, p)
@@ -283,16 +284,25 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	var direct []*wfv1.WorkflowTaskResult
 	for id, n := range p.WF.Status.Nodes {
-		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id], p.waitingBefore[id], p.Now) {
+		since := p.waitingBefore[id]
+		if pod := p.Pods[id]; since.IsZero() && taskresult.PodEnded(pod) {
+			// Seen ended for the first time: its wait began when it finished, which a backlogged queue or a
+			// late pod event can put past the deadline already; the timeout may then fire only on this read.
+			since = taskresult.PodFinishedAt(pod)
+		}
+		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id], since, p.Now) {
 			continue
 		}
 		if budget <= 0 {
 			c.metrics.directReads.WithLabelValues(directReadOverBudget).Inc()
-			p.requeueSoon = true
+			p.markResultUnverified(id)
 			continue
 		}
 		budget--
 		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
+		if outcome == directReadError {
+			p.markResultUnverified(id)
+		}
 		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r}, p.Pods)) == 0 {
 			// Not this node's pod's result (e.g. another workflow UID's): reported by the merge below.
 			r, outcome = nil, directReadForeign
@@ -402,9 +412,20 @@ const (
 	ReasonInvalidAnnotation       = "InvalidAnnotation"
 )
 
-// assessNodes maps pods onto their nodes. A pod missing from the cache past the grace is looked up on the
-// server first: a lagging pod watch must not turn a running pod into "pod deleted".
-func (c *Controller) assessNodes(ctx context.Context, p *pass) {
+// markResultUnverified notes a node whose result could not be read past the cache this pass (its wait
+// does not expire on the cache's word) and asks for another pass soon.
+func (p *pass) markResultUnverified(id string) {
+	if p.ResultUnverified == nil {
+		p.ResultUnverified = map[string]bool{}
+	}
+	p.ResultUnverified[id] = true
+	p.requeueSoon = true
+}
+
+// findMissingPods looks up on the server each pod a node should have that the cache lacks past the grace,
+// before results are matched to pods and pods to nodes: a lagging pod watch must neither turn a running pod
+// into "pod deleted" nor hide the pod a result is checked against.
+func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	for id, n := range p.WF.Status.Nodes {
 		if n.Type != wfv1.NodeTypePod || n.Phase.Completed() || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace {
@@ -433,7 +454,6 @@ func (c *Controller) assessNodes(ctx context.Context, p *pass) {
 			p.requeueSoon = true
 		}
 	}
-	engine.AssessNodes(&p.Pass)
 }
 
 // execute validates a new workflow and runs its templates.

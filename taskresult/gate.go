@@ -9,6 +9,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DefaultTimeout bounds how long a node waits for its result after its pod ended.
@@ -45,6 +46,21 @@ func Synced(n *wfv1.NodeStatus) bool { return n.TaskResultSynced == nil || *n.Ta
 // PodEnded reports whether a pod is terminal: its executor's report is due.
 func PodEnded(pod *corev1.Pod) bool {
 	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+}
+
+// PodFinishedAt is when an ended pod's last container finished (its creation if no container reports a
+// finish): the start of its node's wait for a result the pass has not seen waiting before.
+func PodFinishedAt(pod *corev1.Pod) time.Time {
+	var t metav1.Time
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil && s.State.Terminated.FinishedAt.After(t.Time) {
+			t = s.State.Terminated.FinishedAt
+		}
+	}
+	if t.IsZero() {
+		return pod.CreationTimestamp.Time
+	}
+	return t.Time
 }
 
 // DirectReadGrace is how long after a node starts waiting the cache gets to deliver its result before the

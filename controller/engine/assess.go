@@ -9,7 +9,6 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -88,10 +87,21 @@ func enforceResultWait(p *Pass, id string) {
 		p.requeueBy(deadline)
 		return
 	}
+	// Expire only on evidence: the node's own pod seen and its result read on the server this pass. A
+	// lagging cache or a failed read is not evidence that the executor never reported; the wait goes on,
+	// bounded by twice the timeout.
+	unverified := n.Phase == wfv1.NodeRunning && (p.Pods[id] == nil || p.ResultUnverified[id])
+	if unverified && p.Now.Before(since.Add(2*timeout)) {
+		p.requeueBy(p.Now.Add(time.Second))
+		return
+	}
 	synced := true
 	n.TaskResultSynced = &synced
 	if n.Phase == wfv1.NodeRunning {
 		msg := taskresult.TimeoutMessage(p.templateOf(n), p.Results[id], timeout)
+		if unverified {
+			msg += fmt.Sprintf("; its result could not be read past the cache within %s", 2*timeout)
+		}
 		p.markPhase(n, wfv1.NodeError, msg)
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + msg})
 		return
@@ -177,7 +187,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 			return
 		}
 		if !synced {
-			since := latestFinish(pod)
+			since := taskresult.PodFinishedAt(pod)
 			if s := waitingSince(before.Message); !s.IsZero() {
 				since = s // the persisted start of the wait wins
 			}
@@ -197,7 +207,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		if phase == wfv1.NodeSucceeded && !synced {
 			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
 			n.Phase = wfv1.NodeRunning
-			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, latestFinish(pod).UTC().Format(time.RFC3339))
+			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, taskresult.PodFinishedAt(pod).UTC().Format(time.RFC3339))
 			break
 		}
 		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
@@ -284,19 +294,6 @@ func waitStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 func waitFailed(pod *corev1.Pod) bool {
 	s := waitStatus(pod)
 	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0
-}
-
-func latestFinish(pod *corev1.Pod) time.Time {
-	var t metav1.Time
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated != nil && s.State.Terminated.FinishedAt.After(t.Time) {
-			t = s.State.Terminated.FinishedAt
-		}
-	}
-	if t.IsZero() {
-		return pod.CreationTimestamp.Time
-	}
-	return t.Time
 }
 
 func pendingReason(pod *corev1.Pod) string {

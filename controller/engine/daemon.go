@@ -107,7 +107,7 @@ func assessStoppedDaemon(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *w
 	if strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
 		return
 	}
-	since := latestFinish(pod)
+	since := taskresult.PodFinishedAt(pod)
 	n.Phase = wfv1.NodeRunning
 	n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 	p.setNode(n)

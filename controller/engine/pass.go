@@ -22,6 +22,9 @@ type Pass struct {
 	// Unverified marks nodes whose pod is missing from the cache and could not be confirmed gone on the
 	// server this pass: they are not declared deleted.
 	Unverified map[string]bool
+	// ResultUnverified marks nodes whose result needed a read past the cache this pass that could not be
+	// made (read budget spent, API error): their wait does not expire on what the cache alone shows.
+	ResultUnverified map[string]bool
 	// Results of this workflow (owner UID checked) by node ID, as read this pass (cache or past it).
 	Results map[string]*wfv1.WorkflowTaskResult
 	// TaskResultTimeout bounds a node's wait for its result after its pod ended.

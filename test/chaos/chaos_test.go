@@ -200,8 +200,8 @@ results-get-503   api verb=get resource=workflowtaskresults namespace=%[1]s : %[
 slow-calls        api namespace=%[1]s : %[6]d%%delay(100ms)
 `, ns, pct(2, 8), pct(2, 8), pct(2, 8), pct(5, 20), pct(1, 5))
 	for _, resource := range []string{"workflowtaskresults", "pods", "workflows"} {
-		// Each resource gets one informer fault: which one, and when, is the seed's choice.
-		switch rnd.IntN(4) {
+		// Each resource gets one informer fault, always: which one, and when, is the seed's choice.
+		switch rnd.IntN(3) {
 		case 0:
 			fmt.Fprintf(&b, "%s-stale informer resource=%s namespace=%s : delay(%dms)\n", resource, resource, ns, pct(200, 1500))
 		case 1:

@@ -56,10 +56,10 @@ const (
 
 // messageOf says, per fate, how a node message that reports it reads; a shutdown has its own.
 var messageOf = map[causeClass]*regexp.Regexp{
-	causeClass(fateExitCode): regexp.MustCompile(`exit code 1`),
+	causeClass(fateExitCode): regexp.MustCompile(`exit code 1\b`),
 	causeClass(fateNoResult): regexp.MustCompile(`TaskResultTimeout|task result`),
 	causeClass(fateEvicted):  regexp.MustCompile(`low on resource|Evicted`),
-	causeClass(fateDeleted):  regexp.MustCompile(`pod deleted`),
+	causeClass(fateDeleted):  regexp.MustCompile(`pod deleted|exit code 143`), // a graceful delete SIGTERMs main
 	causeShutdown:            regexp.MustCompile(`Stopped with strategy`),
 }
 
