@@ -8,7 +8,6 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	argoerrs "github.com/argoproj/argo-workflows/v3/util/errors"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
@@ -331,7 +331,7 @@ func (c *Controller) readResult(ctx context.Context, namespace, name string) (*w
 	op := func() error {
 		r, err := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			if apierrors.IsNotFound(err) || !argoerrs.IsTransientErr(err) {
+			if apierrors.IsNotFound(err) || !apierror.Transient(err) {
 				return backoff.Permanent(err)
 			}
 			return err

@@ -13,13 +13,12 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	argoerrs "github.com/argoproj/argo-workflows/v3/util/errors"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -117,7 +116,7 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		return false, nil
 	}
 	if err := e.validate(p); err != nil {
-		if argoerrs.IsTransientErr(err) {
+		if apierror.Transient(err) {
 			return false, fmt.Errorf("validating workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 		}
 		e.completeWorkflow(p, wfv1.WorkflowFailed, "invalid spec: "+err.Error())
@@ -653,10 +652,7 @@ func waitingForOldPod(n *wfv1.NodeStatus) bool {
 
 // retryable reports API errors worth retrying: argo's transient ones, plus an internal server error or a
 // timeout, which a healthy API server answers differently on the next try (argo fails the node on them).
-func retryable(err error) bool {
-	return argoerrs.IsTransientErr(err) || apierrors.IsInternalError(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
-}
+func retryable(err error) bool { return apierror.Transient(err) }
 
 // apiError is a transient API failure: the pass is retried rather than failing the workflow.
 type apiError struct{ err error }

@@ -1,0 +1,2 @@
+// Package apierror classifies API errors as worth retrying or not, without logging.
+package apierror
