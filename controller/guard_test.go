@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t *testing.T) {

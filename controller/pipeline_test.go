@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 var cp *controlplane.ControlPlane

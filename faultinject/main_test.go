@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 // cp is the real API server the injectors are tested against.

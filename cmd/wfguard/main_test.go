@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 const runMainEnv = "WFGUARD_TEST_RUN_MAIN"

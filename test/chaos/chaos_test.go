@@ -33,8 +33,8 @@ import (
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 var (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/inspect"
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 func TestAnAuditorMissingSomePermissionsGetsOneLinePerSkippedCheckAndTheRestRuns(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/inspect"
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 var (

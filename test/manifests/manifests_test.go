@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 var cp *controlplane.ControlPlane

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 var cp *controlplane.ControlPlane

@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 var cp *controlplane.ControlPlane
