@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // Every informer passes through both fault seams, and the controller still finishes workflows when its

@@ -20,7 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t *testing.T) {
@@ -119,7 +120,7 @@ func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
 	})
 	config := rest.CopyConfig(cp.Config())
 	config.Impersonate = rest.ImpersonationConfig{UserName: user}
-	if err := controlplane.WaitAuthorized(t.Context(), config,
+	if err := controlplanetest.WaitAuthorized(t.Context(), config,
 		authorizationv1.ResourceAttributes{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		authorizationv1.ResourceAttributes{Verb: "list", Group: "argoproj.io", Resource: "workflows", Namespace: ns}); err != nil {
 		t.Fatal(err)

@@ -1,2 +1,2 @@
-// Package test holds the control-plane harness, the simulated node and the integration suites.
+// Package test holds the integration suites and their harness; the control plane, simulated node and sandbox they run on are product packages under sandbox/.
 package test

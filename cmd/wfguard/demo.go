@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/demo"
-	"github.com/wfguard/wfguard/test/sandbox"
+	"github.com/wfguard/wfguard/sandbox"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/demo"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) int {

@@ -23,8 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 const runMainEnv = "WFGUARD_TEST_RUN_MAIN"
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		// Child mode: this test binary is the wfguard binary.
 		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
 func TestHelpAndBadFlagsAreClear(t *testing.T) {

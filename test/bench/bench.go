@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // Options size the scenarios. Defaults fit a 2-core machine in well under 15 minutes.

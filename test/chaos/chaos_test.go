@@ -33,8 +33,9 @@ import (
 	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 var (
@@ -46,7 +47,7 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	// The controller-manager's garbage collector deletes pods and results of deleted workflows, as in a cluster.
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{ControllerManager: true}, func(c *controlplane.ControlPlane) { cp = c }))
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{ControllerManager: true}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
 func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {

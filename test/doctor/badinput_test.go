@@ -17,7 +17,8 @@ import (
 
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/inspect"
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 func TestAnAuditorMissingSomePermissionsGetsOneLinePerSkippedCheckAndTheRestRuns(t *testing.T) {
@@ -45,7 +46,7 @@ func TestAnAuditorMissingSomePermissionsGetsOneLinePerSkippedCheckAndTheRestRuns
 	}
 	auditor := cp.Config()
 	auditor.Impersonate = rest.ImpersonationConfig{UserName: "auditor"}
-	if err := controlplane.WaitAuthorized(t.Context(), auditor,
+	if err := controlplanetest.WaitAuthorized(t.Context(), auditor,
 		authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: e.ns},
 		authorizationv1.ResourceAttributes{Verb: "list", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,8 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/inspect"
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 var (
@@ -37,7 +38,7 @@ var (
 func TestMain(m *testing.M) {
 	// No controller-manager: nothing garbage-collects the pods of deleted workflows, so the states built
 	// here stay exactly as written.
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
 // env is one namespace on the shared control plane and the clients to build states in it.

@@ -23,7 +23,7 @@ import (
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/explain"
 	"github.com/wfguard/wfguard/inspect"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // startController runs a wfguard controller over ns until the returned stop is called.

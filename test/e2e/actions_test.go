@@ -19,7 +19,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 func (e *env) actionClient() *v1alpha1.NamespacedClient {

@@ -9,7 +9,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // uploaded is where the producer's executor puts artifact a: the location it declares, as argoexec does.

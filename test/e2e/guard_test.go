@@ -14,7 +14,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 const singleStep = `

@@ -18,7 +18,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // holdFinalizer is a test's own finalizer: it keeps the earlier workflow's pod there until the test lets go.

@@ -7,7 +7,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // Templates shared by the step and task exit-handler tests: produce writes output p; report echoes what

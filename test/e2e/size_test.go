@@ -18,7 +18,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // A fan-out whose nodes outgrow the size limit is stored compressed, as argo stores it, and runs to the end.

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // createTemplate creates a WorkflowTemplate (namespaced) or ClusterWorkflowTemplate from YAML; a cluster

@@ -13,7 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
 // exists reports whether the workflow is still stored.

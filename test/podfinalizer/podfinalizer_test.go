@@ -24,15 +24,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	// The controller-manager's garbage collector deletes the pods of deleted workflows, as in a cluster.
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{ControllerManager: true},
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{ControllerManager: true},
 		func(c *controlplane.ControlPlane) { cp = c }))
 }
 

@@ -27,14 +27,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
 // env is a cluster-wide controller for one instance ID, a simulated node for the workflow namespace, and
@@ -254,7 +255,7 @@ func (e *env) bindExecutorRole() {
 	}, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := controlplane.WaitAuthorized(e.t.Context(), serviceAccount(e.ns, "default", nil), authorizationv1.ResourceAttributes{
+	if err := controlplanetest.WaitAuthorized(e.t.Context(), serviceAccount(e.ns, "default", nil), authorizationv1.ResourceAttributes{
 		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/controlplane"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 const twoSteps = `
@@ -55,7 +56,7 @@ func TestAPodInAnotherNamespaceDecidesNoNodeAndKeepsItsFinalizer(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := controlplane.WaitAuthorized(t.Context(), as("mallory", nil, nil),
+	if err := controlplanetest.WaitAuthorized(t.Context(), as("mallory", nil, nil),
 		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: other}); err != nil {
 		t.Fatal(err)
 	}

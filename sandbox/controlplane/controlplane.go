@@ -403,39 +403,3 @@ func sweepStaleDirs(logf func(string, ...any)) {
 		}
 	}
 }
-
-// TestingM is what goleak.VerifyTestMain runs.
-type TestingM interface{ Run() int }
-
-type mainWithControlPlane struct {
-	m    TestingM
-	opts Options
-	set  func(*ControlPlane)
-}
-
-// WithControlPlane wraps a test binary's main so that one control plane serves all its tests:
-//
-//	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *ControlPlane) { cp = c }))
-//
-// A failure to start fails the binary with the cause; the control plane is stopped after the tests.
-func WithControlPlane(m TestingM, opts Options, set func(*ControlPlane)) TestingM {
-	return mainWithControlPlane{m: m, opts: opts, set: set}
-}
-
-func (w mainWithControlPlane) Run() int {
-	if w.opts.Logf == nil {
-		w.opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	}
-	cp, err := Start(context.Background(), w.opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: starting the test control plane: %v\n", err)
-		return 1
-	}
-	w.set(cp)
-	code := w.m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: stopping the test control plane: %v\n", err)
-		return 1
-	}
-	return code
-}

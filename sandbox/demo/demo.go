@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller/extstatus"
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/sandbox"
+	"github.com/wfguard/wfguard/sandbox"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 // AnnotationExpectedPhase on an example names the phase the demo expects it to end in (default Succeeded).

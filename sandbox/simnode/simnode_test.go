@@ -23,14 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/test/controlplane"
-	"github.com/wfguard/wfguard/test/simnode"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controlplane.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
 // env is one test's namespace, clients, workflow and simulated node.
@@ -447,7 +448,7 @@ func TestExecutorWritesResultsWithThePodsServiceAccount(t *testing.T) {
 	sa := cp.Config()
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + e.ns + ":default",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + e.ns, "system:authenticated"}}
-	if err := controlplane.WaitAuthorized(t.Context(), sa, authorizationv1.ResourceAttributes{
+	if err := controlplanetest.WaitAuthorized(t.Context(), sa, authorizationv1.ResourceAttributes{
 		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.ns}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,2 @@
+// Package simnode plays kubelet and argoexec for workflow pods on a real API server, with programmable faults; a product package behind `wfguard demo`/`wfguard up` (and used by the tests).
+package simnode

@@ -1,2 +1,0 @@
-// Package controlplane starts a real etcd + kube-apiserver (+ kube-controller-manager) for integration tests.
-package controlplane

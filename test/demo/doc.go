@@ -1,2 +1,0 @@
-// Package demo runs the examples on a sandbox and reports phases, outputs and invariants.
-package demo
