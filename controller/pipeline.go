@@ -271,7 +271,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 // reconcileTaskResults is the task-result phase: it merges results from the cache into nodes, reads past
 // the cache for nodes whose pod ended without a complete cached result, and records what the pass saw.
 func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
-	p.waitingBefore = waitingNodes(p.WF)
+	p.waitingBefore = waitingNodes(p.WF, p.Ext)
 	timeout, err := taskresult.TimeoutFor(p.WF, c.opts.TaskResultTimeout)
 	if err != nil {
 		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
@@ -392,13 +392,13 @@ func (c *Controller) firstReport(key string) bool {
 }
 
 // waitingNodes maps each node waiting for its result to when the wait began.
-func waitingNodes(wf *wfv1.Workflow) map[string]time.Time {
+func waitingNodes(wf *wfv1.Workflow, ext *extstatus.Extensions) map[string]time.Time {
 	out := map[string]time.Time{}
 	for id, n := range wf.Status.Nodes {
 		if n.Type != wfv1.NodeTypePod || taskresult.Synced(&n) {
 			continue
 		}
-		if since := engine.WaitStart(&n); !since.IsZero() {
+		if since := taskresult.WaitStart(ext, &n); !since.IsZero() {
 			out[id] = since
 		}
 	}
@@ -487,7 +487,7 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 			c.metrics.resultTimeouts.Inc()
 		}
 	}
-	c.setWaiting(p.key, len(waitingNodes(p.WF)))
+	c.setWaiting(p.key, len(waitingNodes(p.WF, p.Ext)))
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)

@@ -62,6 +62,7 @@ func AssessNodes(p *Pass) {
 		}
 		enforceResultWait(p, id)
 	}
+	taskresult.PruneWaits(p.Ext, p.WF)
 }
 
 // enforceResultWait bounds a node's wait for its result: after the timeout (from the persisted time the
@@ -72,7 +73,7 @@ func enforceResultWait(p *Pass, id string) {
 	if n == nil || taskresult.Synced(n) {
 		return
 	}
-	since := WaitStart(n)
+	since := taskresult.WaitStart(p.Ext, n)
 	if since.IsZero() {
 		return // the pod has not ended: no wait yet
 	}
@@ -111,19 +112,7 @@ func enforceResultWait(p *Pass, id string) {
 		"Node %s: its pod failed and its task result did not complete within %s; it keeps its failure without outputs", n.Name, timeout)})
 }
 
-// WaitStart is when a node whose gate is closed began waiting for its result, from persisted status: the
-// time in its "waiting for task result (since T)" message, or the finish of its failed pod. Zero: no wait.
-func WaitStart(n *wfv1.NodeStatus) time.Time {
-	switch {
-	case n.Phase == wfv1.NodeRunning && strings.HasPrefix(n.Message, WaitingForTaskResultPrefix):
-		return waitingSince(n.Message)
-	case n.Phase.Completed():
-		return n.FinishedAt.Time
-	}
-	return time.Time{}
-}
-
-// waitingSince reads the persisted start of a wait back from the node message.
+// waitingSince reads the start of an old-pod wait back from the node message.
 func waitingSince(msg string) time.Time {
 	_, rest, ok := strings.Cut(msg, "(since ")
 	if !ok {
@@ -187,13 +176,11 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 			return
 		}
 		if !synced {
-			since := taskresult.PodFinishedAt(pod)
-			if s := waitingSince(before.Message); !s.IsZero() {
-				since = s // the persisted start of the wait wins
-			}
+			waitedBefore := taskresult.Waiting(p.Ext, &before)
+			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod)) // the persisted start of the wait wins
 			n.Phase = wfv1.NodeRunning
 			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
-			if !strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
+			if !waitedBefore {
 				p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
 					Message: fmt.Sprintf("Node %s: pod %s succeeded; waiting for its task result", n.Name, pod.Name)})
 			}
@@ -206,8 +193,9 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		phase, msg := inferFailedReason(pod)
 		if phase == wfv1.NodeSucceeded && !synced {
 			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
+			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod))
 			n.Phase = wfv1.NodeRunning
-			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, taskresult.PodFinishedAt(pod).UTC().Format(time.RFC3339))
+			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 			break
 		}
 		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {

@@ -91,6 +91,15 @@ func (p *Pass) requeueBy(t time.Time) {
 
 func (p *Pass) now() metav1.Time { return metav1.NewTime(p.Now) }
 
+// recordResultWait records in the status extension when node id began waiting for its result (an earlier
+// record wins) and returns the start.
+func (p *Pass) recordResultWait(id string, since time.Time) time.Time {
+	if p.Ext == nil {
+		p.Ext = &extstatus.Extensions{}
+	}
+	return taskresult.RecordWait(p.Ext, id, since)
+}
+
 // node returns a copy of the node named name, or nil.
 func (p *Pass) node(name string) *wfv1.NodeStatus {
 	n, ok := p.WF.Status.Nodes[p.WF.NodeID(name)]

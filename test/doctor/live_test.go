@@ -22,8 +22,10 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/explain"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // startController runs a wfguard controller over ns until the returned stop is called.
@@ -107,13 +109,17 @@ func TestOnALiveControllerExplainNamesTheWaitAndARepairUnblocksTheNode(t *testin
 	id := wf.NodeID("live[0].produce")
 	var since time.Time
 	waitUntil(t, "the produce node waits for its task result", func(ctx context.Context) bool {
-		got, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		u, err := e.clients.Dynamic.Resource(wfv1.WorkflowSchemaGroupVersionKind.GroupVersion().WithResource("workflows")).Namespace(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		got, ext, err := extstatus.FromUnstructured(u)
 		if err != nil {
 			return false
 		}
 		n := got.Status.Nodes[id]
-		since = engine.WaitStart(&n)
-		return strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix) && !since.IsZero()
+		since = taskresult.WaitStart(&ext, &n)
+		return taskresult.Waiting(&ext, &n) && strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix) && !since.IsZero()
 	})
 
 	t.Logf("waiting after %s", time.Since(began))
