@@ -118,6 +118,7 @@ type Controller struct {
 	inf      *informerSet
 	engine   *engine.Engine
 	releaser *podfinalizer.Releaser
+	results  *taskresult.Observer
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -132,13 +133,9 @@ type Controller struct {
 	releasedMu sync.Mutex
 	released   map[types.UID]string
 
-	// reported remembers ignored task results already warned about.
+	// reported remembers ignored pods already warned about.
 	reportedMu sync.Mutex
 	reported   map[string]struct{}
-
-	// waiting counts nodes waiting for their result, per workflow key (the gauge is their sum).
-	waitingMu sync.Mutex
-	waiting   map[string]int
 
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
@@ -177,7 +174,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.MaxWorkflowSize = extstatus.DefaultMaxWorkflowSize
 	}
 	if opts.DirectReadBudget <= 0 {
-		opts.DirectReadBudget = 20
+		opts.DirectReadBudget = taskresult.DefaultDirectReadBudget
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -186,7 +183,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.Registry = prometheus.NewRegistry()
 	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
-		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
+		reported: map[string]struct{}{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
@@ -217,6 +214,11 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
 	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
+	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:       templateSource{argo: c.argo},
@@ -318,22 +320,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller stopped")
 	return nil
-}
-
-// setWaiting records how many nodes of a workflow wait for their task result.
-func (c *Controller) setWaiting(key string, n int) {
-	c.waitingMu.Lock()
-	defer c.waitingMu.Unlock()
-	if n == 0 {
-		delete(c.waiting, key)
-	} else {
-		c.waiting[key] = n
-	}
-	total := 0
-	for _, v := range c.waiting {
-		total += v
-	}
-	c.metrics.waitingNodes.Set(float64(total))
 }
 
 // Started reports whether Run was called.

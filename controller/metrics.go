@@ -20,13 +20,6 @@ const (
 	persistDeferred   = "deferred"
 	persistUnstorable = "unstorable"
 
-	directReadComplete   = "complete"
-	directReadIncomplete = "incomplete"
-	directReadNotFound   = "not_found"
-	directReadError      = "error"
-	directReadOverBudget = "over_budget"
-	directReadForeign    = "foreign_owner"
-
 	releasePersisted = "persisted"
 	releaseOrphaned  = "orphaned"
 	releaseDeleting  = "deleting"
@@ -49,12 +42,7 @@ type metrics struct {
 	actionsExpired        prometheus.Counter
 	podsCollected         prometheus.Counter
 	releaseLatency        prometheus.Histogram
-	directReads           *prometheus.CounterVec
-	ignoredResults        *prometheus.CounterVec
 	ignoredPods           *prometheus.CounterVec
-	resultWait            prometheus.Histogram
-	resultTimeouts        prometheus.Counter
-	waitingNodes          prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -92,22 +80,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
 			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
 			[]string{"age"}),
-		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
-			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
-		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
-			Help: "Task results not merged, by reason (foreign_owner, unknown_node, not_a_pod_node, no_matching_pod, predates_pod); counted per pass."}, []string{"reason"}),
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
-		resultWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_taskresult_wait_seconds",
-			Help:    "Time a node waited for its task result after its pod ended, until the gate opened (complete or timed out).",
-			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),
-		resultTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_taskresult_timeouts_total",
-			Help: "Nodes whose task result did not complete within the timeout (node Error TaskResultTimeout)."}),
-		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
-			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
-		m.directReads, m.ignoredResults, m.ignoredPods, m.resultWait, m.resultTimeouts, m.waitingNodes} {
+		m.ignoredPods} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
@@ -215,7 +213,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}
 	if !exists {
 		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
-		c.setWaiting(key, 0)
+		c.results.SetWaiting(key, 0)
 		return nil, 0, errors.Join(c.failOrphanActions(ctx, key), c.releaseOrphans(ctx, key))
 	}
 	orphanErr := c.releaseOrphans(ctx, key) // pods of an older workflow of the same name
@@ -268,113 +266,21 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	}, 0, nil
 }
 
-// reconcileTaskResults is the task-result phase: it merges results from the cache into nodes, reads past
-// the cache for nodes whose pod ended without a complete cached result, and records what the pass saw.
+// reconcileTaskResults is the task-result phase (taskresult.Observer): it merges results from the cache
+// into nodes, reads past the cache where a node's wait needs it, and records what the pass saw.
 func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
-	p.waitingBefore = waitingNodes(p.WF, p.Ext)
 	timeout, err := taskresult.TimeoutFor(p.WF, c.opts.TaskResultTimeout)
 	if err != nil {
 		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
 	}
 	p.TaskResultTimeout = timeout
-	cached := c.resultsOf(p.key)
-	c.reportIgnored(p, taskresult.Merge(p.WF, cached, p.Pods))
-	p.Results = taskresult.Owned(p.WF, cached, p.Pods)
-
-	budget := c.opts.DirectReadBudget
-	var direct []*wfv1.WorkflowTaskResult
-	for id, n := range p.WF.Status.Nodes {
-		since := p.waitingBefore[id]
-		if pod := p.Pods[id]; since.IsZero() && taskresult.PodEnded(pod) {
-			// Seen ended for the first time: its wait began when it finished, which a backlogged queue or a
-			// late pod event can put past the deadline already; the timeout may then fire only on this read.
-			since = taskresult.PodFinishedAt(pod)
-		}
-		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id], since, p.Now) {
-			continue
-		}
-		if budget <= 0 {
-			c.metrics.directReads.WithLabelValues(directReadOverBudget).Inc()
-			p.markResultUnverified(id)
-			continue
-		}
-		budget--
-		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
-		if outcome == directReadError {
-			p.markResultUnverified(id)
-		}
-		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r}, p.Pods)) == 0 {
-			// Not this node's pod's result (e.g. another workflow UID's): reported by the merge below.
-			r, outcome = nil, directReadForeign
-		}
-		c.metrics.directReads.WithLabelValues(outcome).Inc()
-		if r != nil {
-			direct = append(direct, r)
-			if taskresult.Complete(r) && !taskresult.Complete(p.Results[id]) {
-				p.Events = append(p.Events, engine.Event{Reason: ReasonTaskResultReadPastCache,
-					Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", n.Name)})
-			}
-		}
+	obs := c.results.Observe(ctx, p.WF, p.Ext, p.Pods, c.resultsOf(p.key), p.Now)
+	p.waitingBefore, p.Results, p.ResultUnverified = obs.WaitingBefore, obs.Results, obs.Unverified
+	p.requeueSoon = p.requeueSoon || obs.RequeueSoon
+	for _, name := range obs.ReadPastCache {
+		p.Events = append(p.Events, engine.Event{Reason: taskresult.ReasonReadPastCache,
+			Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", name)})
 	}
-	if len(direct) > 0 {
-		c.reportIgnored(p, taskresult.Merge(p.WF, direct, p.Pods))
-		for id, r := range taskresult.Owned(p.WF, direct, p.Pods) {
-			p.Results[id] = r
-		}
-	}
-}
-
-// readResult GETs one result from the API server (a quorum read, past any cache), retrying transient errors
-// briefly; the outcome labels the read for metrics.
-func (c *Controller) readResult(ctx context.Context, namespace, name string) (*wfv1.WorkflowTaskResult, string) {
-	var result *wfv1.WorkflowTaskResult
-	op := func() error {
-		r, err := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) || !apierror.Transient(err) {
-				return backoff.Permanent(err)
-			}
-			return err
-		}
-		result = r
-		return nil
-	}
-	b := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
-		InitialInterval: 20 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 200 * time.Millisecond,
-		MaxElapsedTime: time.Second, Stop: backoff.Stop, Clock: backoff.SystemClock}, 3), ctx)
-	err := backoff.Retry(op, b)
-	switch {
-	case err == nil && taskresult.Complete(result):
-		return result, directReadComplete
-	case err == nil:
-		return result, directReadIncomplete
-	case apierrors.IsNotFound(err):
-		return nil, directReadNotFound
-	default:
-		c.log.Warn("reading a task result past the cache failed", "workflow", namespace, "result", name, "err", err)
-		return nil, directReadError
-	}
-}
-
-// reportIgnored counts results that decided nothing and warns once per result (bad or hostile input,
-// never fatal: the node keeps waiting for its own pod's report).
-func (c *Controller) reportIgnored(p *pass, stats taskresult.MergeStats) {
-	for _, ig := range stats.Ignored {
-		c.metrics.ignoredResults.WithLabelValues(ig.Reason).Inc()
-		// Recorded at once, not with the pass's Events: ignoring changes nothing, so the pass may not write.
-		if c.firstReport(p.WF.Namespace + "/" + ig.Name + "/" + ig.Reason) {
-			c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonTaskResultIgnored, "Task result %s ignored: %s", ig.Name, ignoredResultWhy[ig.Reason])
-		}
-	}
-}
-
-// ignoredResultWhy explains each reason a result is ignored, for the Event.
-var ignoredResultWhy = map[string]string{
-	taskresult.IgnoredForeign:       "it belongs to another workflow UID, workflow or namespace (e.g. a deleted workflow of the same name)",
-	taskresult.IgnoredUnknownNode:   "it names no node of this workflow",
-	taskresult.IgnoredNotAPodNode:   "its node runs no pod, so no executor reports for it; its outputs come from the controller or an action",
-	taskresult.IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
-	taskresult.IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
 }
 
 // firstReport is true the first time key is seen (bounded memory: the set is reset when large).
@@ -391,36 +297,8 @@ func (c *Controller) firstReport(key string) bool {
 	return true
 }
 
-// waitingNodes maps each node waiting for its result to when the wait began.
-func waitingNodes(wf *wfv1.Workflow, ext *extstatus.Extensions) map[string]time.Time {
-	out := map[string]time.Time{}
-	for id, n := range wf.Status.Nodes {
-		if n.Type != wfv1.NodeTypePod || taskresult.Synced(&n) {
-			continue
-		}
-		if since := taskresult.WaitStart(ext, &n); !since.IsZero() {
-			out[id] = since
-		}
-	}
-	return out
-}
-
-// Event reasons of the task-result phase.
-const (
-	ReasonTaskResultReadPastCache = "TaskResultReadPastCache"
-	ReasonTaskResultIgnored       = "TaskResultIgnored"
-	ReasonInvalidAnnotation       = "InvalidAnnotation"
-)
-
-// markResultUnverified notes a node whose result could not be read past the cache this pass (its wait
-// does not expire on the cache's word) and asks for another pass soon.
-func (p *pass) markResultUnverified(id string) {
-	if p.ResultUnverified == nil {
-		p.ResultUnverified = map[string]bool{}
-	}
-	p.ResultUnverified[id] = true
-	p.requeueSoon = true
-}
+// ReasonInvalidAnnotation: a wfguard annotation on the workflow could not be read; its default applies.
+const ReasonInvalidAnnotation = "InvalidAnnotation"
 
 // findMissingPods looks up on the server each pod a node should have that the cache lacks past the grace,
 // before results are matched to pods and pods to nodes: a lagging pod watch must neither turn a running pod
@@ -477,17 +355,13 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 		}
 		c.recorder.Event(p.WF, typ, e.Reason, e.Message)
 	}
-	for id, since := range p.waitingBefore {
-		if n, ok := p.WF.Status.Nodes[id]; ok && taskresult.Synced(&n) {
-			c.metrics.resultWait.Observe(p.Now.Sub(since).Seconds())
-		}
-	}
+	timeouts := 0
 	for _, e := range p.Events {
 		if e.Reason == taskresult.ReasonTimeout {
-			c.metrics.resultTimeouts.Inc()
+			timeouts++
 		}
 	}
-	c.setWaiting(p.key, len(waitingNodes(p.WF, p.Ext)))
+	c.results.Persisted(p.key, p.WF, p.Ext, p.waitingBefore, timeouts, p.Now)
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)

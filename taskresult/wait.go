@@ -1,9 +1,12 @@
 package taskresult
 
 import (
+	"fmt"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/extstatus"
@@ -60,4 +63,74 @@ func PruneWaits(ext *extstatus.Extensions, wf *wfv1.Workflow) {
 	if len(ext.ResultWaits) == 0 {
 		ext.ResultWaits = nil
 	}
+}
+
+// Verdict is the bound's decision on one waiting node in one pass.
+type Verdict struct {
+	// Expired: the gate opens without the result; Message says why for a succeeded pod's node.
+	Expired bool
+	Message string
+	// RecheckAt is when the next pass should look again (zero: no wait, or expired).
+	RecheckAt time.Time
+}
+
+// Judge applies the bound to node n's wait. The wait expires at its start plus timeout, but only on
+// evidence — the node's own pod seen and its result read on the API server this pass (verified). A lagging
+// cache or a failed read is not evidence that the executor never reported: such a wait goes on, bounded at
+// twice the timeout. Before its deadline a wait asks to be looked at again when the cache has had its grace
+// (a read past it is then due) and at the deadline.
+func Judge(ext *extstatus.Extensions, n *wfv1.NodeStatus, tmpl *wfv1.Template, result *wfv1.WorkflowTaskResult, verified bool, timeout time.Duration, now time.Time) Verdict {
+	if Synced(n) {
+		return Verdict{}
+	}
+	since := WaitStart(ext, n)
+	if since.IsZero() {
+		return Verdict{} // the pod has not ended: no wait yet
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	var v Verdict
+	soonest := func(t time.Time) {
+		if v.RecheckAt.IsZero() || t.Before(v.RecheckAt) {
+			v.RecheckAt = t
+		}
+	}
+	if readAt := since.Add(DirectReadGrace); now.Before(readAt) {
+		soonest(readAt)
+	}
+	if deadline := since.Add(timeout); now.Before(deadline) {
+		soonest(deadline)
+		return v
+	}
+	unverified := n.Phase == wfv1.NodeRunning && !verified
+	if unverified && now.Before(since.Add(2*timeout)) {
+		return Verdict{RecheckAt: now.Add(time.Second)}
+	}
+	v = Verdict{Expired: true}
+	if n.Phase == wfv1.NodeRunning {
+		v.Message = TimeoutMessage(tmpl, result, timeout)
+		if unverified {
+			v.Message += fmt.Sprintf("; its result could not be read past the cache within %s", 2*timeout)
+		}
+	}
+	return v
+}
+
+// CannotReport reports whether an ended pod's executor can report nothing more, so its node's gate opens
+// without a result (argo's rules): its wait container failed, or it was evicted before the wait container
+// ran.
+func CannotReport(pod *corev1.Pod) bool {
+	wait := waitContainer(pod)
+	failed := wait != nil && wait.State.Terminated != nil && wait.State.Terminated.ExitCode != 0
+	return failed || (pod.Status.Reason == "Evicted" && wait == nil)
+}
+
+func waitContainer(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == common.WaitContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
 }

@@ -65,47 +65,32 @@ func AssessNodes(p *Pass) {
 	taskresult.PruneWaits(p.Ext, p.WF)
 }
 
-// enforceResultWait bounds a node's wait for its result: after the timeout (from the persisted time the
-// wait began) a succeeded pod's node becomes Error TaskResultTimeout, and a failed one keeps its failure
-// without its outputs. Before that, the pass asks to be requeued at the deadline.
+// enforceResultWait applies taskresult.Judge to a node's wait: at expiry a succeeded pod's node becomes Error
+// TaskResultTimeout, and a failed one keeps its failure without its outputs; before, the pass asks to be
+// requeued when the bound says.
 func enforceResultWait(p *Pass, id string) {
 	n := p.nodeByID(id)
-	if n == nil || taskresult.Synced(n) {
+	if n == nil {
 		return
 	}
-	since := taskresult.WaitStart(p.Ext, n)
-	if since.IsZero() {
-		return // the pod has not ended: no wait yet
+	verified := p.Pods[id] != nil && !p.ResultUnverified[id]
+	v := taskresult.Judge(p.Ext, n, p.templateOf(n), p.Results[id], verified, p.TaskResultTimeout, p.Now)
+	if !v.RecheckAt.IsZero() {
+		p.requeueBy(v.RecheckAt)
 	}
-	timeout := p.TaskResultTimeout
-	if timeout <= 0 {
-		timeout = taskresult.DefaultTimeout
-	}
-	if readAt := since.Add(taskresult.DirectReadGrace); p.Now.Before(readAt) {
-		p.requeueBy(readAt) // the next pass reads past the cache if it still lacks the result
-	}
-	if deadline := since.Add(timeout); p.Now.Before(deadline) {
-		p.requeueBy(deadline)
-		return
-	}
-	// Expire only on evidence: the node's own pod seen and its result read on the server this pass. A
-	// lagging cache or a failed read is not evidence that the executor never reported; the wait goes on,
-	// bounded by twice the timeout.
-	unverified := n.Phase == wfv1.NodeRunning && (p.Pods[id] == nil || p.ResultUnverified[id])
-	if unverified && p.Now.Before(since.Add(2*timeout)) {
-		p.requeueBy(p.Now.Add(time.Second))
+	if !v.Expired {
 		return
 	}
 	synced := true
 	n.TaskResultSynced = &synced
 	if n.Phase == wfv1.NodeRunning {
-		msg := taskresult.TimeoutMessage(p.templateOf(n), p.Results[id], timeout)
-		if unverified {
-			msg += fmt.Sprintf("; its result could not be read past the cache within %s", 2*timeout)
-		}
-		p.markPhase(n, wfv1.NodeError, msg)
-		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + msg})
+		p.markPhase(n, wfv1.NodeError, v.Message)
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + v.Message})
 		return
+	}
+	timeout := p.TaskResultTimeout
+	if timeout <= 0 {
+		timeout = taskresult.DefaultTimeout
 	}
 	p.setNode(n)
 	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: fmt.Sprintf(
@@ -130,7 +115,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 	if before.Phase.Completed() {
 		// A completed node never goes back (a stale pod copy can show it Running): only the result gate
 		// may still open, by the executor's own rules.
-		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
+		if taskresult.CannotReport(pod) {
 			t := true
 			n.TaskResultSynced = &t
 			p.setNode(n)
@@ -201,7 +186,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
 			msg = n.Message // we stopped it: keep why
 		}
-		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
+		if taskresult.CannotReport(pod) {
 			// The wait container can report nothing more: argo's rules to stop waiting for the result.
 			t := true
 			n.TaskResultSynced = &t
@@ -268,20 +253,6 @@ func mainExitCode(pod *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-func waitStatus(pod *corev1.Pod) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == common.WaitContainerName {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-func waitFailed(pod *corev1.Pod) bool {
-	s := waitStatus(pod)
-	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0
 }
 
 func pendingReason(pod *corev1.Pod) string {
