@@ -40,8 +40,7 @@ func AssessNodes(p *Pass) {
 				break
 			}
 			if !taskresult.Complete(p.Results[id]) {
-				synced := true
-				n.TaskResultSynced = &synced
+				taskresult.OpenGate(n)
 			}
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
@@ -56,8 +55,7 @@ func AssessNodes(p *Pass) {
 			// The pod is gone but its executor finished reporting: its outputs are whole.
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		default:
-			synced := true // a deleted pod reports nothing more
-			n.TaskResultSynced = &synced
+			taskresult.OpenGate(n) // a deleted pod reports nothing more
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		}
 		enforceResultWait(p, id)
@@ -81,8 +79,7 @@ func enforceResultWait(p *Pass, id string) {
 	if !v.Expired {
 		return
 	}
-	synced := true
-	n.TaskResultSynced = &synced
+	taskresult.OpenGate(n)
 	if n.Phase == wfv1.NodeRunning {
 		p.markPhase(n, wfv1.NodeError, v.Message)
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + v.Message})
@@ -116,8 +113,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		// A completed node never goes back (a stale pod copy can show it Running): only the result gate
 		// may still open, by the executor's own rules.
 		if taskresult.CannotReport(pod) {
-			t := true
-			n.TaskResultSynced = &t
+			taskresult.OpenGate(n)
 			p.setNode(n)
 		}
 		return
@@ -188,8 +184,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		}
 		if taskresult.CannotReport(pod) {
 			// The wait container can report nothing more: argo's rules to stop waiting for the result.
-			t := true
-			n.TaskResultSynced = &t
+			taskresult.OpenGate(n)
 		}
 		if phase == wfv1.NodeSucceeded {
 			succeedWithOutputs(p, n, pod)
