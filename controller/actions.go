@@ -20,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/internal/truncate"
 )
 
@@ -199,7 +200,7 @@ func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowActio
 			return true, nil
 		case apierrors.IsNotFound(err):
 			return false, nil
-		case status.Reason != actions.ReasonOutcomeNotStorable && isPermanent(err):
+		case status.Reason != actions.ReasonOutcomeNotStorable && refused(err):
 			// The API server will never store this outcome: store a short one instead, so the action ends
 			// and the actions behind it are not held up by it.
 			c.log.Warn("an action outcome cannot be stored; failing the action with a short reason", "action", a.Namespace+"/"+a.Name, "err", err)
@@ -223,6 +224,12 @@ func (c *Controller) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowActio
 		}
 		a = fresh
 	}
+}
+
+// refused reports whether the API server will never store this write as it is.
+func refused(err error) bool {
+	_, refused := apierror.Refused(err)
+	return refused
 }
 
 // outcomeErr keeps writeOutcome's error where only failures matter.
