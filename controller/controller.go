@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
@@ -114,6 +115,8 @@ type Controller struct {
 	argo     versioned.Interface
 	dynamic  dynamic.Interface
 	actions  *actionsv1.Client
+	drainer  *actions.Drainer   // the action seam of each pass
+	actionGC *actions.Collector // deletes expired actions
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
@@ -200,6 +203,10 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.metrics, err = newMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
+	actionMetrics, err := actions.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
 	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay.
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
@@ -219,6 +226,28 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
+	c.drainer = &actions.Drainer{
+		Client:       c.actions,
+		Actions:      c.inf.actions.GetIndexer(),
+		Workflows:    c.dynamic.Resource(workflowsResource),
+		FieldManager: updateOptions.FieldManager,
+		Clock:        c.clock,
+		Log:          c.log,
+		Metrics:      actionMetrics,
+		Recorder:     c.recorder,
+		Points:       opts.Points,
+		BeforeStatus: opts.Hooks.BeforeActionStatus,
+	}
+	c.actionGC = &actions.Collector{
+		Client:    c.actions,
+		Actions:   c.inf.actions.GetStore(),
+		Clock:     c.clock,
+		TTL:       opts.ActionTTL,
+		Interval:  opts.ActionGCInterval,
+		Log:       c.log,
+		Metrics:   actionMetrics,
+		AfterPass: opts.Hooks.AfterActionGC,
+	}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:       templateSource{argo: c.argo},
@@ -286,7 +315,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.gcActions(ctx)
+		c.actionGC.Run(ctx)
 	}()
 	for range c.opts.Workers {
 		wg.Add(1)

@@ -38,8 +38,6 @@ type metrics struct {
 	releasedBeforePersist prometheus.Counter
 	releaseErrors         prometheus.Counter
 	heldPods              *prometheus.GaugeVec
-	actions               *prometheus.CounterVec
-	actionsExpired        prometheus.Counter
 	podsCollected         prometheus.Counter
 	releaseLatency        prometheus.Histogram
 	ignoredPods           *prometheus.CounterVec
@@ -68,11 +66,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
 		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizer_release_errors_total",
 			Help: "Failed attempts to remove the status finalizer (retried with backoff)."}),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_actions_total",
-			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Unknown), phase and reason."},
-			[]string{"action", "phase", "reason"}),
-		actionsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
-			Help: "Terminal WorkflowActions deleted after their TTL."}),
 		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
 			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
 		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
@@ -83,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.podsCollected, m.releaseLatency,
 		m.ignoredPods} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

@@ -46,7 +46,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if p == nil || err != nil {
 		return requeue, err
 	}
-	if err := c.drainActions(ctx, p); err != nil {
+	recordFull, err := c.drainer.Drain(ctx, p.key, p.WF, p.Ext, p.Now)
+	if recordFull {
+		p.requeueSoon = true // the waiting actions are drained once recorded outcomes are reported
+	}
+	if err != nil {
 		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
 		c.log.Warn("reporting workflow actions", "workflow", key, "err", err)
 		p.requeueSoon = true
@@ -87,7 +91,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, err
 	}
 	// Intent first: outcomes and finalizer releases only follow the write that records them.
-	actErr := c.reportActions(ctx, p)
+	actErr := c.drainer.Report(ctx, p.key, p.WF, p.Ext.AppliedActions)
 	if errors.Is(actErr, faultinject.ErrCrash) {
 		return 0, actErr // a dead process releases nothing
 	}
@@ -214,7 +218,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	if !exists {
 		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
 		c.results.SetWaiting(key, 0)
-		return nil, 0, errors.Join(c.failOrphanActions(ctx, key), c.releaseOrphans(ctx, key))
+		return nil, 0, errors.Join(c.drainer.FailOrphans(ctx, key), c.releaseOrphans(ctx, key))
 	}
 	orphanErr := c.releaseOrphans(ctx, key) // pods of an older workflow of the same name
 	if orphanErr != nil {
@@ -242,7 +246,7 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
 		// A completed workflow is never written again; only finalizers a failed release left behind remain.
 		pods := c.podsOf(wf)
-		if err := errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, pods)); err != nil {
+		if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaseFinalizers(ctx, wf, pods)); err != nil {
 			return nil, 0, err
 		}
 		gcAfter, err := c.collectAndExpire(ctx, wf, pods) // podGC and ttlStrategy resume here after a restart
