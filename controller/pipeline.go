@@ -21,6 +21,7 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/internal/resourceversion"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
@@ -187,7 +188,7 @@ func (c *Controller) releasePending(pod *corev1.Pod) bool {
 	c.releasedMu.Lock()
 	defer c.releasedMu.Unlock()
 	rv, ok := c.released[pod.UID]
-	return ok && compareResourceVersions(pod.ResourceVersion, rv) < 0
+	return ok && resourceversion.Compare(pod.ResourceVersion, rv) < 0
 }
 
 // observeReleased drops the expectation once the cache shows the pod without our finalizer, or gone.
