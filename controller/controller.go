@@ -34,6 +34,7 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -118,6 +119,7 @@ type Controller struct {
 	inf      *informerSet
 	engine   *engine.Engine
 	releaser *podfinalizer.Releaser
+	podgc    *podgc.Collector
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -217,6 +219,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
 	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
+	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
+		return nil, err
+	}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:       templateSource{argo: c.argo},

@@ -47,7 +47,6 @@ type metrics struct {
 	heldPods              *prometheus.GaugeVec
 	actions               *prometheus.CounterVec
 	actionsExpired        prometheus.Counter
-	podsCollected         prometheus.Counter
 	releaseLatency        prometheus.Histogram
 	directReads           *prometheus.CounterVec
 	ignoredResults        *prometheus.CounterVec
@@ -85,8 +84,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"action", "phase", "reason"}),
 		actionsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
 			Help: "Terminal WorkflowActions deleted after their TTL."}),
-		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
-			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
 		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
 			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
 		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
@@ -106,7 +103,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
 			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.releaseLatency,
 		m.directReads, m.ignoredResults, m.ignoredPods, m.resultWait, m.resultTimeouts, m.waitingNodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

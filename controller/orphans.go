@@ -3,16 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/podfinalizer"
@@ -134,43 +130,4 @@ func ageBucket(age time.Duration) string {
 		}
 	}
 	return ageBuckets[len(ageBuckets)-1].label
-}
-
-// collectPods applies podGC to the persisted workflow's pods: a delay is first recorded on the pod
-// (durable across restarts), then the pod is deleted when due. It returns when to look again.
-func (c *Controller) collectPods(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) (time.Duration, error) {
-	now := c.clock.Now()
-	decisions, err := podfinalizer.PodsToDelete(wf, pods, now)
-	if err != nil {
-		return 0, nil // a bad podGC spec was reported at validation; nothing to collect
-	}
-	var next time.Duration
-	requeue := func(d time.Duration) {
-		if next == 0 || d < next {
-			next = d
-		}
-	}
-	var errs []error
-	for _, d := range decisions {
-		switch {
-		case d.Mark:
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, podfinalizer.AnnotationDeleteAfter, d.At.UTC().Format(time.RFC3339))
-			if _, err := c.kube.CoreV1().Pods(d.Pod.Namespace).Patch(ctx, d.Pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("recording the podGC deletion time on pod %s/%s: %w", d.Pod.Namespace, d.Pod.Name, err))
-				continue
-			}
-			requeue(d.At.Sub(now))
-		case now.Before(d.At):
-			requeue(d.At.Sub(now))
-		default:
-			err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}})
-			switch {
-			case err == nil:
-				c.metrics.podsCollected.Inc()
-			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-				errs = append(errs, fmt.Errorf("deleting pod %s/%s for podGC: %w", d.Pod.Namespace, d.Pod.Name, err))
-			}
-		}
-	}
-	return next, errors.Join(errs...)
 }
