@@ -33,7 +33,6 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -118,7 +117,6 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
-	releaser *podfinalizer.Releaser
 	podgc    *podgc.Collector
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
@@ -218,7 +216,6 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
-	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
 	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ const ReasonFinalizersReleased = "PodFinalizersReleased"
 
 // release removes our finalizer from pod and records the expectation and the reason.
 func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string) error {
-	rv, err := c.releaser.Release(ctx, pod)
+	rv, err := podfinalizer.RemoveFinalizer(ctx, c.kube, pod)
 	if apierrors.IsForbidden(err) {
 		// A retry cannot succeed until RBAC changes: log and count it; the orphan sweep tries again later.
 		c.metrics.releaseErrors.Inc()
