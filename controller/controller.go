@@ -33,6 +33,7 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -128,9 +129,8 @@ type Controller struct {
 	crash   context.CancelCauseFunc
 	crashed atomic.Bool
 
-	// released holds pods whose finalizer we removed, with the resourceVersion they had then.
-	releasedMu sync.Mutex
-	released   map[types.UID]string
+	// released expects the pod cache to show the finalizers we removed.
+	released podfinalizer.Expectations
 
 	// reported remembers ignored task results already warned about.
 	reportedMu sync.Mutex
@@ -185,7 +185,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
 		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {

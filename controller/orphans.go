@@ -57,7 +57,7 @@ func (c *Controller) releaseIndexed(ctx context.Context, index, value string, ma
 	}
 	var due []*corev1.Pod
 	for _, o := range objs {
-		if pod := o.(*corev1.Pod); match(pod) && !c.releasePending(pod) {
+		if pod := o.(*corev1.Pod); match(pod) && !c.released.Pending(pod) {
 			due = append(due, pod)
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/internal/apierror"
-	"github.com/wfguard/wfguard/internal/resourceversion"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
@@ -115,7 +114,7 @@ func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, p
 	byReason := map[string][]*corev1.Pod{}
 	now := c.clock.Now()
 	for _, pod := range podfinalizer.Releasable(wf, pods) {
-		if c.releasePending(pod) {
+		if c.released.Pending(pod) {
 			continue // released already; the cache has not caught up
 		}
 		node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]
@@ -174,21 +173,10 @@ func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string
 	if rv == "" {
 		return nil // someone else removed it, or the pod is gone
 	}
-	c.releasedMu.Lock()
-	c.released[pod.UID] = rv
-	c.releasedMu.Unlock()
+	c.released.Expect(pod.UID, rv)
 	c.metrics.finalizersReleased.WithLabelValues(reason).Inc()
 	c.log.Debug("released the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
 	return nil
-}
-
-// releasePending reports whether the cached pod predates our release of its finalizer: an expectation,
-// so a lagging pod cache does not cost a conflicting PATCH and a GET per pass.
-func (c *Controller) releasePending(pod *corev1.Pod) bool {
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	rv, ok := c.released[pod.UID]
-	return ok && resourceversion.Compare(pod.ResourceVersion, rv) < 0
 }
 
 // observeReleased drops the expectation once the cache shows the pod without our finalizer, or gone.
@@ -196,14 +184,8 @@ func (c *Controller) observeReleased(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
-		delete(c.released, pod.UID)
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.released.Observed(pod)
 	}
 }
 
@@ -523,9 +505,7 @@ func (c *Controller) forgetReleased(obj any) {
 		obj = tomb.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		c.releasedMu.Lock()
-		delete(c.released, pod.UID)
-		c.releasedMu.Unlock()
+		c.released.Forget(pod.UID)
 	}
 }
 
