@@ -35,6 +35,7 @@ import (
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -118,6 +119,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
+	releaser *podfinalizer.Releaser
 	podgc    *podgc.Collector
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
@@ -128,9 +130,6 @@ type Controller struct {
 	// crash ends Run as a dying process would, when a crash point fires; crashed stops every worker.
 	crash   context.CancelCauseFunc
 	crashed atomic.Bool
-
-	// released expects the pod cache to show the finalizers we removed.
-	released podfinalizer.Expectations
 
 	// reported remembers ignored task results already warned about.
 	reportedMu sync.Mutex
@@ -216,6 +215,26 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
+	c.releaser, err = podfinalizer.NewReleaser(podfinalizer.Config{
+		Kube:              c.kube,
+		Pods:              c.inf.pods.GetIndexer(),
+		PodsByWorkflowKey: IndexWorkflowKey,
+		PodsByWorkflowUID: IndexWorkflowUID,
+		Workflows:         c.inf.workflows.GetIndexer(),
+		WorkflowsByUID:    IndexWorkflowUID,
+		Ours:              func(owner podidentity.Owner, pod *corev1.Pod) bool { return c.ours(owner, nil, pod) },
+		Enqueue:           func(pod *corev1.Pod) { c.enqueueOwner(pod) },
+		StatusFinalizer:   opts.StatusFinalizer,
+		SweepInterval:     opts.OrphanSweepInterval,
+		Points:            opts.Points,
+		Clock:             c.clock,
+		Log:               c.log,
+		Recorder:          c.recorder,
+		Registry:          opts.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
 	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
 		return nil, err
 	}
@@ -281,7 +300,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.sweepOrphans(ctx)
+		c.releaser.Sweep(ctx)
 	}()
 	wg.Add(1)
 	go func() {
