@@ -35,6 +35,8 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -122,6 +124,7 @@ type Controller struct {
 	engine   *engine.Engine
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
+	podgc    *podgc.Collector
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -131,10 +134,6 @@ type Controller struct {
 	// crash ends Run as a dying process would, when a crash point fires; crashed stops every worker.
 	crash   context.CancelCauseFunc
 	crashed atomic.Bool
-
-	// released holds pods whose finalizer we removed, with the resourceVersion they had then.
-	releasedMu sync.Mutex
-	released   map[types.UID]string
 
 	// reported remembers ignored pods already warned about.
 	reportedMu sync.Mutex
@@ -185,7 +184,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
 		reported: map[string]struct{}{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
@@ -220,7 +219,29 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
-	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
+	c.releaser, err = podfinalizer.NewReleaser(podfinalizer.Config{
+		Kube:              c.kube,
+		Pods:              c.inf.pods.GetIndexer(),
+		PodsByWorkflowKey: IndexWorkflowKey,
+		PodsByWorkflowUID: IndexWorkflowUID,
+		Workflows:         c.inf.workflows.GetIndexer(),
+		WorkflowsByUID:    IndexWorkflowUID,
+		Ours:              func(owner podidentity.Owner, pod *corev1.Pod) bool { return c.ours(owner, nil, pod) },
+		Enqueue:           func(pod *corev1.Pod) { c.enqueueOwner(pod) },
+		StatusFinalizer:   opts.StatusFinalizer,
+		SweepInterval:     opts.OrphanSweepInterval,
+		Points:            opts.Points,
+		Clock:             c.clock,
+		Log:               c.log,
+		Recorder:          c.recorder,
+		Registry:          opts.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
+		return nil, err
+	}
 	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
@@ -310,7 +331,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.sweepOrphans(ctx)
+		c.releaser.Sweep(ctx)
 	}()
 	wg.Add(1)
 	go func() {

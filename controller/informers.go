@@ -141,12 +141,12 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		AddFunc: func(obj any) { c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj)) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
-				c.observeReleased(obj)
+				c.releaser.PodUpdated(obj)
 				c.enqueueOwnerAfter(obj, c.informationalDelay(old, obj))
 			}
 		},
 		DeleteFunc: func(obj any) {
-			c.forgetReleased(obj)
+			c.releaser.PodDeleted(obj)
 			c.enqueueOwner(obj)
 		},
 	}

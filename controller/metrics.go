@@ -19,28 +19,17 @@ const (
 	persistRefused    = "refused"
 	persistDeferred   = "deferred"
 	persistUnstorable = "unstorable"
-
-	releasePersisted = "persisted"
-	releaseOrphaned  = "orphaned"
-	releaseDeleting  = "deleting"
-	releaseDisabled  = "disabled"
 )
 
 type metrics struct {
-	reconciles            *prometheus.CounterVec
-	reconcileDuration     prometheus.Histogram
-	persists              *prometheus.CounterVec
-	staleSkips            prometheus.Counter
-	podsCreated           prometheus.Counter
-	podsStopped           prometheus.Counter
-	completed             *prometheus.CounterVec
-	finalizersReleased    *prometheus.CounterVec
-	releasedBeforePersist prometheus.Counter
-	releaseErrors         prometheus.Counter
-	heldPods              *prometheus.GaugeVec
-	podsCollected         prometheus.Counter
-	releaseLatency        prometheus.Histogram
-	ignoredPods           *prometheus.CounterVec
+	reconciles        *prometheus.CounterVec
+	reconcileDuration prometheus.Histogram
+	persists          *prometheus.CounterVec
+	staleSkips        prometheus.Counter
+	podsCreated       prometheus.Counter
+	podsStopped       prometheus.Counter
+	completed         *prometheus.CounterVec
+	ignoredPods       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -59,24 +48,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods stopped for shutdown or deadline."}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
-		finalizersReleased: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
-			Help: "Status finalizers removed from pods, by reason (persisted: the node's final state is stored; deleting: the pod is being deleted; disabled: --pod-status-finalizer=false but the pod carried it; orphaned: the workflow is gone)."},
-			[]string{"reason"}),
-		releasedBeforePersist: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_finalizer_released_before_persist_total",
-			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
-		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizer_release_errors_total",
-			Help: "Failed attempts to remove the status finalizer (retried with backoff)."}),
-		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
-			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
-		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
-			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
-		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
-			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
-			[]string{"age"}),
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.podsCollected, m.releaseLatency,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed,
 		m.ignoredPods} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

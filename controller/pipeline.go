@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -13,13 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -95,7 +92,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if errors.Is(actErr, faultinject.ErrCrash) {
 		return 0, actErr // a dead process releases nothing
 	}
-	if err := errors.Join(actErr, c.releaseFinalizers(ctx, persisted, p.Pods)); err != nil {
+	if err := errors.Join(actErr, c.releaser.ReleasePersisted(ctx, persisted, p.Pods)); err != nil {
 		return 0, err
 	}
 	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
@@ -111,103 +108,6 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	return p.RequeueAfter(), nil
 }
 
-// releaseFinalizers removes the status finalizer from pods whose final state is persisted in wf.
-func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
-	byReason := map[string][]*corev1.Pod{}
-	now := c.clock.Now()
-	for _, pod := range podfinalizer.Releasable(wf, pods) {
-		if c.releasePending(pod) {
-			continue // released already; the cache has not caught up
-		}
-		node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]
-		if !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
-			// Releasable never offers this; counting it keeps the claim checkable.
-			c.metrics.releasedBeforePersist.Inc()
-		}
-		reason := releasePersisted
-		switch {
-		case pod.DeletionTimestamp != nil:
-			reason = releaseDeleting
-		case !c.opts.StatusFinalizer:
-			reason = releaseDisabled
-		}
-		if ok && !node.FinishedAt.IsZero() {
-			c.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
-		}
-		byReason[reason] = append(byReason[reason], pod)
-	}
-	if len(byReason) > 0 {
-		if err := c.opts.Points.Hit(ctx, faultinject.PointBeforeFinalizerRelease); err != nil {
-			return err
-		}
-	}
-	var errs []error
-	released := 0
-	for reason, due := range byReason {
-		if err := c.releaseAll(ctx, due, reason); err != nil {
-			errs = append(errs, err)
-		}
-		released += len(due)
-	}
-	if released > 0 {
-		c.recorder.Eventf(wf, corev1.EventTypeNormal, ReasonFinalizersReleased,
-			"Released the %s finalizer of %d pods whose final state is recorded", podfinalizer.Finalizer, released)
-	}
-	return errors.Join(errs...)
-}
-
-// ReasonFinalizersReleased is the Event recorded on a workflow when its pods' finalizers are released.
-const ReasonFinalizersReleased = "PodFinalizersReleased"
-
-// release removes our finalizer from pod and records the expectation and the reason.
-func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string) error {
-	rv, err := c.releaser.Release(ctx, pod)
-	if apierrors.IsForbidden(err) {
-		// A retry cannot succeed until RBAC changes: log and count it; the orphan sweep tries again later.
-		c.metrics.releaseErrors.Inc()
-		c.log.Error("not allowed to release the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return nil
-	}
-	if err != nil {
-		c.metrics.releaseErrors.Inc()
-		return err
-	}
-	if rv == "" {
-		return nil // someone else removed it, or the pod is gone
-	}
-	c.releasedMu.Lock()
-	c.released[pod.UID] = rv
-	c.releasedMu.Unlock()
-	c.metrics.finalizersReleased.WithLabelValues(reason).Inc()
-	c.log.Debug("released the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
-	return nil
-}
-
-// releasePending reports whether the cached pod predates our release of its finalizer: an expectation,
-// so a lagging pod cache does not cost a conflicting PATCH and a GET per pass.
-func (c *Controller) releasePending(pod *corev1.Pod) bool {
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	rv, ok := c.released[pod.UID]
-	return ok && compareResourceVersions(pod.ResourceVersion, rv) < 0
-}
-
-// observeReleased drops the expectation once the cache shows the pod without our finalizer, or gone.
-func (c *Controller) observeReleased(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
-		delete(c.released, pod.UID)
-	}
-}
-
 // load reads the workflow from the cache. It returns nil (nothing to do) for a deleted or completed
 // workflow, and for a copy older than our own last write (the stale-cache guard).
 func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration, error) {
@@ -218,9 +118,9 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	if !exists {
 		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
 		c.results.SetWaiting(key, 0)
-		return nil, 0, errors.Join(c.drainer.FailOrphans(ctx, key), c.releaseOrphans(ctx, key))
+		return nil, 0, errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
 	}
-	orphanErr := c.releaseOrphans(ctx, key) // pods of an older workflow of the same name
+	orphanErr := c.releaser.ReleaseOrphans(ctx, key) // pods of an older workflow of the same name
 	if orphanErr != nil {
 		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
 		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
@@ -239,14 +139,14 @@ func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration
 	if err != nil {
 		if u.GetLabels()[common.LabelKeyCompleted] == "true" {
 			// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
-			return nil, 0, c.releaseByOwner(ctx, u)
+			return nil, 0, c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
 		}
 		return nil, 0, c.failUndecodable(ctx, u, err)
 	}
 	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
 		// A completed workflow is never written again; only finalizers a failed release left behind remain.
 		pods := c.podsOf(wf)
-		if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaseFinalizers(ctx, wf, pods)); err != nil {
+		if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
 			return nil, 0, err
 		}
 		gcAfter, err := c.collectAndExpire(ctx, wf, pods) // podGC and ttlStrategy resume here after a restart
@@ -393,24 +293,4 @@ func (c *Controller) failUndecodable(ctx context.Context, u *unstructured.Unstru
 	c.recorder.Event(updated, corev1.EventTypeWarning, engine.ReasonWorkflowInvalid, msg)
 	c.log.Warn("failed an undecodable workflow", "workflow", u.GetNamespace()+"/"+u.GetName(), "err", decodeErr)
 	return nil
-}
-
-func (c *Controller) forgetReleased(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.releasedMu.Lock()
-		delete(c.released, pod.UID)
-		c.releasedMu.Unlock()
-	}
-}
-
-// releaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
-func (c *Controller) releaseByOwner(ctx context.Context, u *unstructured.Unstructured) error {
-	owner := podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}
-	held := func(pod *corev1.Pod) bool {
-		return slices.Contains(pod.Finalizers, podfinalizer.Finalizer) && c.ours(owner, nil, pod)
-	}
-	return c.releaseIndexed(ctx, IndexWorkflowUID, string(u.GetUID()), held, releasePersisted)
 }

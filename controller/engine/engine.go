@@ -19,7 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
-	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -522,7 +522,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
-		PodGCStrategy: podfinalizer.PodGCStrategyAnnotation(p.WF),
+		PodGCStrategy: podgc.StrategyAnnotation(p.WF),
 	})
 	if err == nil {
 		var timeout time.Duration

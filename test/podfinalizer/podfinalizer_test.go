@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -213,7 +214,7 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 			return false
 		}
 		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name == wf.Name && ev.Reason == controller.ReasonFinalizersReleased {
+			if ev.InvolvedObject.Name == wf.Name && ev.Reason == podfinalizer.ReasonFinalizersReleased {
 				return true
 			}
 		}
