@@ -25,7 +25,12 @@ import (
 // normally arrives first.
 const staleRequeue = time.Second
 
-// pass is one reconcile of one key: the engine's view plus what persistence needs.
+// retrySoon is how soon a pass that deferred work (a read over budget, an action status not written, a
+// release of an older incarnation's pod that failed) asks to run again.
+const retrySoon = time.Second
+
+// pass is one reconcile of one key: the engine's view plus what persistence needs. Every phase asks for
+// the next pass through the engine's one channel, Pass.RequeueBy.
 type pass struct {
 	engine.Pass
 	key string
@@ -33,28 +38,92 @@ type pass struct {
 	loaded *unstructured.Unstructured
 	// waitingBefore maps nodes that waited for their result when the pass began to when the wait began.
 	waitingBefore map[string]time.Time
-	// requeueSoon asks for another pass shortly (direct reads were deferred by the budget).
-	requeueSoon bool
 }
 
-// reconcile runs the pipeline's phases in order; status is what passes between them.
+// retrySoon asks for another pass shortly: this one deferred some of its work.
+func (p *pass) retrySoon() { p.RequeueBy(p.Now.Add(retrySoon)) }
+
+// phase is one named step of a running workflow's pass; status is the contract between phases.
+type phase struct {
+	name string
+	run  func(context.Context, *pass)
+}
+
+// decisionPhases decide a running workflow's next status in memory, in this order, before the engine
+// executes its templates and the pass is persisted.
+func (c *Controller) decisionPhases() []phase {
+	return []phase{
+		{"drain actions", c.drainActions},
+		{"find missing pods", c.findMissingPods},
+		{"merge task results", c.reconcileTaskResults},
+		{"assess pods", func(_ context.Context, p *pass) { engine.AssessNodes(&p.Pass) }},
+	}
+}
+
+// reconcile routes a key to its flow: a workflow that is gone, one that is completed, or one that runs.
 func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, error) {
-	p, requeue, err := c.load(ctx, key)
-	if p == nil || err != nil {
-		return requeue, err
-	}
-	recordFull, err := c.drainer.Drain(ctx, p.key, p.WF, p.Ext, p.Now)
-	if recordFull {
-		p.requeueSoon = true // the waiting actions are drained once recorded outcomes are reported
-	}
+	obj, exists, err := c.inf.workflows.GetIndexer().GetByKey(key)
 	if err != nil {
-		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
-		c.log.Warn("reporting workflow actions", "workflow", key, "err", err)
-		p.requeueSoon = true
+		return 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
 	}
-	c.findMissingPods(ctx, p)
-	c.reconcileTaskResults(ctx, p)
-	engine.AssessNodes(&p.Pass)
+	if !exists {
+		return 0, c.reconcileGone(ctx, key)
+	}
+	orphanErr := c.releaser.ReleaseOrphans(ctx, key) // pods of an older workflow of the same name
+	if orphanErr != nil {
+		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
+		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
+	}
+	u := obj.(*unstructured.Unstructured)
+	if c.isStale(u) {
+		c.skipStale(key, u)
+		return staleRequeue, nil
+	}
+	completed := u.GetLabels()[common.LabelKeyCompleted] == "true"
+	wf, ext, err := extstatus.FromUnstructured(u)
+	switch {
+	case err != nil && completed:
+		// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
+		return 0, c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
+	case err != nil:
+		return 0, c.failUndecodable(ctx, u, err)
+	case completed:
+		return c.reconcileCompleted(ctx, key, wf, ext)
+	}
+	p, err := c.newPass(key, u, wf, ext)
+	if err != nil {
+		return 0, err
+	}
+	if orphanErr != nil {
+		p.retrySoon()
+	}
+	return c.reconcileRunning(ctx, p)
+}
+
+// reconcileGone is the flow of a workflow that no longer exists: its actions fail WorkflowNotFound and its
+// pods' finalizers go.
+func (c *Controller) reconcileGone(ctx context.Context, key string) error {
+	c.results.SetWaiting(key, 0)
+	return errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
+}
+
+// reconcileCompleted is the flow of a completed workflow, which is never written again: actions that
+// arrived late get their outcome, finalizers a failed release left behind go, and podGC and ttlStrategy
+// resume (also after a restart).
+func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
+	pods := c.podsOf(wf)
+	if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
+		return 0, err
+	}
+	return c.collectAndExpire(ctx, wf, pods)
+}
+
+// reconcileRunning is the flow of a running workflow: the decision phases, execute, persist, then the
+// effects that must follow the write that records them (action outcomes, finalizer releases, pod GC).
+func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Duration, error) {
+	for _, ph := range c.decisionPhases() {
+		ph.run(ctx, p)
+	}
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
 		outcome, perr := c.persist(ctx, p)
@@ -79,7 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if outcome == deferred {
 		stored, _, err := extstatus.FromUnstructured(p.loaded)
 		if err != nil {
-			return 0, fmt.Errorf("decoding the stored copy of %s: %w", key, err)
+			return 0, fmt.Errorf("decoding the stored copy of %s: %w", p.key, err)
 		}
 		persisted = stored
 	}
@@ -87,87 +156,74 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
 		return 0, err
 	}
-	// Intent first: outcomes and finalizer releases only follow the write that records them.
-	actErr := c.drainer.Report(ctx, p.key, p.WF, p.Ext.AppliedActions)
-	if errors.Is(actErr, faultinject.ErrCrash) {
-		return 0, actErr // a dead process releases nothing
-	}
-	if err := errors.Join(actErr, c.releaser.ReleasePersisted(ctx, persisted, p.Pods)); err != nil {
+	if err := c.applyEffects(ctx, p, persisted); err != nil {
 		return 0, err
-	}
-	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
-	if err != nil {
-		return 0, err
-	}
-	if gcAfter > 0 {
-		p.RequeueBy(p.Now.Add(gcAfter))
-	}
-	if p.requeueSoon {
-		return staleRequeue, nil
 	}
 	return p.RequeueAfter(), nil
 }
 
-// load reads the workflow from the cache. It returns nil (nothing to do) for a deleted or completed
-// workflow, and for a copy older than our own last write (the stale-cache guard).
-func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration, error) {
-	obj, exists, err := c.inf.workflows.GetIndexer().GetByKey(key)
+// applyEffects follows a persisted pass. Intent first: outcomes and finalizer releases only follow the
+// write that records them, and both decide from what was persisted.
+func (c *Controller) applyEffects(ctx context.Context, p *pass, persisted *wfv1.Workflow) error {
+	actErr := c.drainer.Report(ctx, p.key, p.WF, p.Ext.AppliedActions)
+	if errors.Is(actErr, faultinject.ErrCrash) {
+		return actErr // a dead process releases nothing
+	}
+	if err := errors.Join(actErr, c.releaser.ReleasePersisted(ctx, persisted, p.Pods)); err != nil {
+		return err
+	}
+	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
+		return err
 	}
-	if !exists {
-		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
-		c.results.SetWaiting(key, 0)
-		return nil, 0, errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
+	if gcAfter > 0 {
+		p.RequeueBy(p.Now.Add(gcAfter))
 	}
-	orphanErr := c.releaser.ReleaseOrphans(ctx, key) // pods of an older workflow of the same name
-	if orphanErr != nil {
-		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
-		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
+	return nil
+}
+
+// drainActions is the action phase (actions.Drainer): pending actions are applied to the in-memory
+// workflow and recorded write-ahead in its status.
+func (c *Controller) drainActions(ctx context.Context, p *pass) {
+	recordFull, err := c.drainer.Drain(ctx, p.key, p.WF, p.Ext, p.Now)
+	if recordFull {
+		p.retrySoon() // the waiting actions are drained once recorded outcomes are reported
 	}
-	u := obj.(*unstructured.Unstructured)
-	if c.isStale(u) {
-		c.awaitEcho(key)
-		if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
-			c.queue.Add(key) // the echo arrived before we noted we wait for it
-		}
-		c.metrics.staleSkips.Inc()
-		c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
-		return nil, staleRequeue, nil
-	}
-	wf, ext, err := extstatus.FromUnstructured(u)
 	if err != nil {
-		if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-			// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
-			return nil, 0, c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
-		}
-		return nil, 0, c.failUndecodable(ctx, u, err)
+		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
+		c.log.Warn("reporting workflow actions", "workflow", p.key, "err", err)
+		p.retrySoon()
 	}
-	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-		// A completed workflow is never written again; only finalizers a failed release left behind remain.
-		pods := c.podsOf(wf)
-		if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
-			return nil, 0, err
-		}
-		gcAfter, err := c.collectAndExpire(ctx, wf, pods) // podGC and ttlStrategy resume here after a restart
-		return nil, gcAfter, err
+}
+
+// skipStale skips a cache copy older than our own last write (the stale-cache guard); the echo of our
+// write brings the key back.
+func (c *Controller) skipStale(key string, u *unstructured.Unstructured) {
+	c.awaitEcho(key)
+	if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
+		c.queue.Add(key) // the echo arrived before we noted we wait for it
 	}
+	c.metrics.staleSkips.Inc()
+	c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
+}
+
+// newPass starts a running workflow's pass from its decoded cache copy.
+func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (*pass, error) {
 	loaded, err := extstatus.ToUnstructured(wf, ext)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	loaded.SetResourceVersion(u.GetResourceVersion())
 	return &pass{
-		key:         key,
-		loaded:      loaded,
-		requeueSoon: orphanErr != nil,
+		key:    key,
+		loaded: loaded,
 		Pass: engine.Pass{
 			WF:   wf,
 			Ext:  &ext,
 			Pods: c.podsOf(wf),
 			Now:  c.clock.Now().UTC().Truncate(time.Second),
 		},
-	}, 0, nil
+	}, nil
 }
 
 // reconcileTaskResults is the task-result phase (taskresult.Observer): it merges results from the cache
@@ -180,7 +236,9 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 	p.TaskResultTimeout = timeout
 	obs := c.results.Observe(ctx, p.WF, p.Ext, p.Pods, c.resultsOf(p.key), p.Now)
 	p.waitingBefore, p.Results, p.ResultUnverified = obs.WaitingBefore, obs.Results, obs.Unverified
-	p.requeueSoon = p.requeueSoon || obs.RequeueSoon
+	if obs.RequeueSoon {
+		p.retrySoon()
+	}
 	for _, name := range obs.ReadPastCache {
 		p.Events = append(p.Events, engine.Event{Reason: taskresult.ReasonReadPastCache,
 			Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", name)})
@@ -218,7 +276,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 				p.Unverified = map[string]bool{}
 			}
 			p.Unverified[id] = true
-			p.requeueSoon = true
+			p.retrySoon()
 			continue
 		}
 		budget--
@@ -233,7 +291,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 				p.Unverified = map[string]bool{}
 			}
 			p.Unverified[id] = true
-			p.requeueSoon = true
+			p.retrySoon()
 		}
 	}
 }
