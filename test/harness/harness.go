@@ -146,13 +146,6 @@ func (c *Controller) Stop() {
 	<-c.done
 }
 
-// Controller is the running controller (the latest, for a restarting one).
-func (c *Controller) Controller() *controller.Controller {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.current.Controller
-}
-
 // Registry is the metrics registry of the running controller (the latest, for a restarting one); nil when
 // the options named their own.
 func (c *Controller) Registry() *prometheus.Registry {
