@@ -5,14 +5,12 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,30 +24,15 @@ import (
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/taskresult"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // startController runs a wfguard controller over ns until the returned stop is called.
 func startController(t *testing.T, ns string) (stop func()) {
 	t.Helper()
-	ctrl, err := controller.New(cp.Config(), controller.Options{Namespace: ns, Workers: 2, StatusFinalizer: true,
+	return harness.StartController(t, cp.Config(), controller.Options{Namespace: ns, Workers: 2, StatusFinalizer: true,
 		OrphanSweepInterval: time.Minute, Validate: controller.ArgoValidator(versionedClient(t)),
-		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
+		Logger: slog.New(slog.DiscardHandler)}).Stop
 }
 
 func versionedClient(t *testing.T) versioned.Interface {
@@ -92,18 +75,15 @@ spec:
 func TestOnALiveControllerExplainNamesTheWaitAndARepairUnblocksTheNode(t *testing.T) {
 	e := newEnv(t, true)
 	began := time.Now()
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: e.ns, Script: simnode.Script{
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: e.ns, Script: simnode.Script{
 		ByTemplate: map[string]simnode.Behavior{"produce": {Parameters: map[string]string{"out": "1"}, Fault: simnode.Fault{NeverFinalize: true}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
 	stop := startController(t, e.ns)
 	wf := &wfv1.Workflow{}
 	if err := yaml.UnmarshalStrict([]byte(liveWorkflow), wf); err != nil {
 		t.Fatal(err)
 	}
-	if wf, err = e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(t.Context(), wf, metav1.CreateOptions{}); err != nil {
+	wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	id := wf.NodeID("live[0].produce")
