@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/truncate"
 	"github.com/wfguard/wfguard/taskresult"
 )

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // approvalWith is a workflow suspended at node approve, whose answer output awaits a supplied value

@@ -29,11 +29,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -114,10 +117,14 @@ type Controller struct {
 	argo     versioned.Interface
 	dynamic  dynamic.Interface
 	actions  *actionsv1.Client
+	drainer  *actions.Drainer   // the action seam of each pass
+	actionGC *actions.Collector // deletes expired actions
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
 	releaser *podfinalizer.Releaser
+	results  *taskresult.Observer
+	podgc    *podgc.Collector
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -128,17 +135,9 @@ type Controller struct {
 	crash   context.CancelCauseFunc
 	crashed atomic.Bool
 
-	// released holds pods whose finalizer we removed, with the resourceVersion they had then.
-	releasedMu sync.Mutex
-	released   map[types.UID]string
-
-	// reported remembers ignored task results already warned about.
+	// reported remembers ignored pods already warned about.
 	reportedMu sync.Mutex
 	reported   map[string]struct{}
-
-	// waiting counts nodes waiting for their result, per workflow key (the gauge is their sum).
-	waitingMu sync.Mutex
-	waiting   map[string]int
 
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
@@ -177,7 +176,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.MaxWorkflowSize = extstatus.DefaultMaxWorkflowSize
 	}
 	if opts.DirectReadBudget <= 0 {
-		opts.DirectReadBudget = 20
+		opts.DirectReadBudget = taskresult.DefaultDirectReadBudget
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -185,8 +184,8 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{}, released: map[types.UID]string{},
-		reported: map[string]struct{}{}, waiting: map[string]int{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
+		reported: map[string]struct{}{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
@@ -203,6 +202,10 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.metrics, err = newMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
+	actionMetrics, err := actions.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
 	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay.
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
@@ -216,7 +219,56 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
-	c.releaser = &podfinalizer.Releaser{Kube: c.kube}
+	c.releaser, err = podfinalizer.NewReleaser(podfinalizer.Config{
+		Kube:              c.kube,
+		Pods:              c.inf.pods.GetIndexer(),
+		PodsByWorkflowKey: IndexWorkflowKey,
+		PodsByWorkflowUID: IndexWorkflowUID,
+		Workflows:         c.inf.workflows.GetIndexer(),
+		WorkflowsByUID:    IndexWorkflowUID,
+		Ours:              func(owner podidentity.Owner, pod *corev1.Pod) bool { return c.ours(owner, nil, pod) },
+		Enqueue:           func(pod *corev1.Pod) { c.enqueueOwner(pod) },
+		StatusFinalizer:   opts.StatusFinalizer,
+		SweepInterval:     opts.OrphanSweepInterval,
+		Points:            opts.Points,
+		Clock:             c.clock,
+		Log:               c.log,
+		Recorder:          c.recorder,
+		Registry:          opts.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
+		return nil, err
+	}
+	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
+	c.drainer = &actions.Drainer{
+		Client:       c.actions,
+		Actions:      c.inf.actions.GetIndexer(),
+		Workflows:    c.dynamic.Resource(workflowsResource),
+		FieldManager: updateOptions.FieldManager,
+		Clock:        c.clock,
+		Log:          c.log,
+		Metrics:      actionMetrics,
+		Recorder:     c.recorder,
+		Points:       opts.Points,
+		BeforeStatus: opts.Hooks.BeforeActionStatus,
+	}
+	c.actionGC = &actions.Collector{
+		Client:    c.actions,
+		Actions:   c.inf.actions.GetStore(),
+		Clock:     c.clock,
+		TTL:       opts.ActionTTL,
+		Interval:  opts.ActionGCInterval,
+		Log:       c.log,
+		Metrics:   actionMetrics,
+		AfterPass: opts.Hooks.AfterActionGC,
+	}
 	c.engine = &engine.Engine{
 		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:       templateSource{argo: c.argo},
@@ -279,12 +331,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.sweepOrphans(ctx)
+		c.releaser.Sweep(ctx)
 	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.gcActions(ctx)
+		c.actionGC.Run(ctx)
 	}()
 	for range c.opts.Workers {
 		wg.Add(1)
@@ -318,22 +370,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller stopped")
 	return nil
-}
-
-// setWaiting records how many nodes of a workflow wait for their task result.
-func (c *Controller) setWaiting(key string, n int) {
-	c.waitingMu.Lock()
-	defer c.waitingMu.Unlock()
-	if n == 0 {
-		delete(c.waiting, key)
-	} else {
-		c.waiting[key] = n
-	}
-	total := 0
-	for _, v := range c.waiting {
-		total += v
-	}
-	c.metrics.waitingNodes.Set(float64(total))
 }
 
 // Started reports whether Run was called.

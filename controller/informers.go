@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/actions"
+	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -139,12 +141,12 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		AddFunc: func(obj any) { c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj)) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
-				c.observeReleased(obj)
+				c.releaser.PodUpdated(obj)
 				c.enqueueOwnerAfter(obj, c.informationalDelay(old, obj))
 			}
 		},
 		DeleteFunc: func(obj any) {
-			c.forgetReleased(obj)
+			c.releaser.PodDeleted(obj)
 			c.enqueueOwner(obj)
 		},
 	}
@@ -166,6 +168,29 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		}
 	}
 	return s, nil
+}
+
+// newActionInformer caches the WorkflowActions, indexed by the workflow each names (actions.IndexByWorkflow).
+func (c *Controller) newActionInformer() cache.SharedIndexInformer {
+	client := c.actions.Namespace(c.opts.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return client.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformer(c.wrapListWatch("workflowactions", lw), &v1alpha1.WorkflowAction{}, c.opts.ResyncPeriod,
+		cache.Indexers{actions.IndexWorkflowKey: actions.IndexByWorkflow})
+}
+
+// enqueueAction queues the workflow an action names: its reconcile drains the action.
+func (c *Controller) enqueueAction(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if a, ok := obj.(*v1alpha1.WorkflowAction); ok {
+		c.queue.Add(actions.WorkflowKey(a))
+	}
 }
 
 // listWatch lists and watches with selector, through the WrapListWatch seam.

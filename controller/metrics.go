@@ -19,42 +19,17 @@ const (
 	persistRefused    = "refused"
 	persistDeferred   = "deferred"
 	persistUnstorable = "unstorable"
-
-	directReadComplete   = "complete"
-	directReadIncomplete = "incomplete"
-	directReadNotFound   = "not_found"
-	directReadError      = "error"
-	directReadOverBudget = "over_budget"
-	directReadForeign    = "foreign_owner"
-
-	releasePersisted = "persisted"
-	releaseOrphaned  = "orphaned"
-	releaseDeleting  = "deleting"
-	releaseDisabled  = "disabled"
 )
 
 type metrics struct {
-	reconciles            *prometheus.CounterVec
-	reconcileDuration     prometheus.Histogram
-	persists              *prometheus.CounterVec
-	staleSkips            prometheus.Counter
-	podsCreated           prometheus.Counter
-	podsStopped           prometheus.Counter
-	completed             *prometheus.CounterVec
-	finalizersReleased    *prometheus.CounterVec
-	releasedBeforePersist prometheus.Counter
-	releaseErrors         prometheus.Counter
-	heldPods              *prometheus.GaugeVec
-	actions               *prometheus.CounterVec
-	actionsExpired        prometheus.Counter
-	podsCollected         prometheus.Counter
-	releaseLatency        prometheus.Histogram
-	directReads           *prometheus.CounterVec
-	ignoredResults        *prometheus.CounterVec
-	ignoredPods           *prometheus.CounterVec
-	resultWait            prometheus.Histogram
-	resultTimeouts        prometheus.Counter
-	waitingNodes          prometheus.Gauge
+	reconciles        *prometheus.CounterVec
+	reconcileDuration prometheus.Histogram
+	persists          *prometheus.CounterVec
+	staleSkips        prometheus.Counter
+	podsCreated       prometheus.Counter
+	podsStopped       prometheus.Counter
+	completed         *prometheus.CounterVec
+	ignoredPods       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -73,41 +48,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods stopped for shutdown or deadline."}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflows_completed_total",
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
-		finalizersReleased: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pod_finalizers_released_total",
-			Help: "Status finalizers removed from pods, by reason (persisted: the node's final state is stored; deleting: the pod is being deleted; disabled: --pod-status-finalizer=false but the pod carried it; orphaned: the workflow is gone)."},
-			[]string{"reason"}),
-		releasedBeforePersist: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_finalizer_released_before_persist_total",
-			Help: "Finalizers released while the persisted workflow did not yet record the pod's node as final. Must stay 0."}),
-		releaseErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_finalizer_release_errors_total",
-			Help: "Failed attempts to remove the status finalizer (retried with backoff)."}),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_actions_total",
-			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Unknown), phase and reason."},
-			[]string{"action", "phase", "reason"}),
-		actionsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
-			Help: "Terminal WorkflowActions deleted after their TTL."}),
-		podsCollected: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_podgc_deleted_total",
-			Help: "Pods deleted by the workflow's podGC strategy (after their capture was persisted and released)."}),
-		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
-			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
-		heldPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wfguard_pods_holding_finalizer",
-			Help: "Pods holding the status finalizer, by age bucket (lt_1m, lt_10m, lt_1h, ge_1h); refreshed each orphan sweep."},
-			[]string{"age"}),
-		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
-			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
-		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
-			Help: "Task results not merged, by reason (foreign_owner, unknown_node, not_a_pod_node, no_matching_pod, predates_pod); counted per pass."}, []string{"reason"}),
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
-		resultWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_taskresult_wait_seconds",
-			Help:    "Time a node waited for its task result after its pod ended, until the gate opened (complete or timed out).",
-			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),
-		resultTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_taskresult_timeouts_total",
-			Help: "Nodes whose task result did not complete within the timeout (node Error TaskResultTimeout)."}),
-		waitingNodes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_taskresult_waiting_nodes",
-			Help: "Nodes whose pod ended and that wait for their task result now."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed, m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.actions, m.actionsExpired, m.podsCollected, m.releaseLatency,
-		m.directReads, m.ignoredResults, m.ignoredPods, m.resultWait, m.resultTimeouts, m.waitingNodes} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed,
+		m.ignoredPods} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -15,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/internal/resourceversion"
 )
 
 var updateOptions = metav1.UpdateOptions{FieldManager: "wfguard-controller"}
@@ -185,21 +185,7 @@ func (c *Controller) isStale(u *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	return compareResourceVersions(u.GetResourceVersion(), last) < 0
-}
-
-// compareResourceVersions orders etcd-backed resourceVersions (decimal revisions); unparsable ones compare
-// equal, so an unknown format never blocks reconciliation.
-func compareResourceVersions(a, b string) int {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	switch {
-	case errA != nil || errB != nil || x == y:
-		return 0
-	case x < y:
-		return -1
-	}
-	return 1
+	return resourceversion.Compare(u.GetResourceVersion(), last) < 0
 }
 
 // forgetWrites drops the stale-cache record of a deleted workflow, so the map stays bounded.

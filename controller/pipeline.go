@@ -4,24 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/cenkalti/backoff/v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/controller/engine"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/internal/apierror"
-	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -30,7 +25,12 @@ import (
 // normally arrives first.
 const staleRequeue = time.Second
 
-// pass is one reconcile of one key: the engine's view plus what persistence needs.
+// retrySoon is how soon a pass that deferred work (a read over budget, an action status not written, a
+// release of an older incarnation's pod that failed) asks to run again.
+const retrySoon = time.Second
+
+// pass is one reconcile of one key: the engine's view plus what persistence needs. Every phase asks for
+// the next pass through the engine's one channel, Pass.RequeueBy.
 type pass struct {
 	engine.Pass
 	key string
@@ -38,24 +38,92 @@ type pass struct {
 	loaded *unstructured.Unstructured
 	// waitingBefore maps nodes that waited for their result when the pass began to when the wait began.
 	waitingBefore map[string]time.Time
-	// requeueSoon asks for another pass shortly (direct reads were deferred by the budget).
-	requeueSoon bool
 }
 
-// reconcile runs the pipeline's phases in order; status is what passes between them.
+// retrySoon asks for another pass shortly: this one deferred some of its work.
+func (p *pass) retrySoon() { p.RequeueBy(p.Now.Add(retrySoon)) }
+
+// phase is one named step of a running workflow's pass; status is the contract between phases.
+type phase struct {
+	name string
+	run  func(context.Context, *pass)
+}
+
+// decisionPhases decide a running workflow's next status in memory, in this order, before the engine
+// executes its templates and the pass is persisted.
+func (c *Controller) decisionPhases() []phase {
+	return []phase{
+		{"drain actions", c.drainActions},
+		{"find missing pods", c.findMissingPods},
+		{"merge task results", c.reconcileTaskResults},
+		{"assess pods", func(_ context.Context, p *pass) { engine.AssessNodes(&p.Pass) }},
+	}
+}
+
+// reconcile routes a key to its flow: a workflow that is gone, one that is completed, or one that runs.
 func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, error) {
-	p, requeue, err := c.load(ctx, key)
-	if p == nil || err != nil {
-		return requeue, err
+	obj, exists, err := c.inf.workflows.GetIndexer().GetByKey(key)
+	if err != nil {
+		return 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
 	}
-	if err := c.drainActions(ctx, p); err != nil {
-		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
-		c.log.Warn("reporting workflow actions", "workflow", key, "err", err)
-		p.requeueSoon = true
+	if !exists {
+		return 0, c.reconcileGone(ctx, key)
 	}
-	c.findMissingPods(ctx, p)
-	c.reconcileTaskResults(ctx, p)
-	engine.AssessNodes(&p.Pass)
+	orphanErr := c.releaser.ReleaseOrphans(ctx, key) // pods of an older workflow of the same name
+	if orphanErr != nil {
+		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
+		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
+	}
+	u := obj.(*unstructured.Unstructured)
+	if c.isStale(u) {
+		c.skipStale(key, u)
+		return staleRequeue, nil
+	}
+	completed := u.GetLabels()[common.LabelKeyCompleted] == "true"
+	wf, ext, err := extstatus.FromUnstructured(u)
+	switch {
+	case err != nil && completed:
+		// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
+		return 0, c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
+	case err != nil:
+		return 0, c.failUndecodable(ctx, u, err)
+	case completed:
+		return c.reconcileCompleted(ctx, key, wf, ext)
+	}
+	p, err := c.newPass(key, u, wf, ext)
+	if err != nil {
+		return 0, err
+	}
+	if orphanErr != nil {
+		p.retrySoon()
+	}
+	return c.reconcileRunning(ctx, p)
+}
+
+// reconcileGone is the flow of a workflow that no longer exists: its actions fail WorkflowNotFound and its
+// pods' finalizers go.
+func (c *Controller) reconcileGone(ctx context.Context, key string) error {
+	c.results.SetWaiting(key, 0)
+	return errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
+}
+
+// reconcileCompleted is the flow of a completed workflow, which is never written again: actions that
+// arrived late get their outcome, finalizers a failed release left behind go, and podGC and ttlStrategy
+// resume (also after a restart).
+func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
+	pods := c.podsOf(wf)
+	if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
+		return 0, err
+	}
+	return c.collectAndExpire(ctx, wf, pods)
+}
+
+// reconcileRunning is the flow of a running workflow: the decision phases, execute, persist, then the
+// effects that must follow the write that records them (action outcomes, finalizer releases, pod GC).
+func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Duration, error) {
+	for _, ph := range c.decisionPhases() {
+		ph.run(ctx, p)
+	}
 	if err := c.execute(ctx, p); err != nil {
 		// Pods created before the error are found again by name next pass; status from this pass is kept.
 		outcome, perr := c.persist(ctx, p)
@@ -80,7 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if outcome == deferred {
 		stored, _, err := extstatus.FromUnstructured(p.loaded)
 		if err != nil {
-			return 0, fmt.Errorf("decoding the stored copy of %s: %w", key, err)
+			return 0, fmt.Errorf("decoding the stored copy of %s: %w", p.key, err)
 		}
 		persisted = stored
 	}
@@ -88,293 +156,93 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
 		return 0, err
 	}
-	// Intent first: outcomes and finalizer releases only follow the write that records them.
-	actErr := c.reportActions(ctx, p)
-	if errors.Is(actErr, faultinject.ErrCrash) {
-		return 0, actErr // a dead process releases nothing
-	}
-	if err := errors.Join(actErr, c.releaseFinalizers(ctx, persisted, p.Pods)); err != nil {
+	if err := c.applyEffects(ctx, p, persisted); err != nil {
 		return 0, err
-	}
-	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
-	if err != nil {
-		return 0, err
-	}
-	if gcAfter > 0 {
-		p.RequeueBy(p.Now.Add(gcAfter))
-	}
-	if p.requeueSoon {
-		return staleRequeue, nil
 	}
 	return p.RequeueAfter(), nil
 }
 
-// releaseFinalizers removes the status finalizer from pods whose final state is persisted in wf.
-func (c *Controller) releaseFinalizers(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
-	byReason := map[string][]*corev1.Pod{}
-	now := c.clock.Now()
-	for _, pod := range podfinalizer.Releasable(wf, pods) {
-		if c.releasePending(pod) {
-			continue // released already; the cache has not caught up
-		}
-		node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]
-		if !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
-			// Releasable never offers this; counting it keeps the claim checkable.
-			c.metrics.releasedBeforePersist.Inc()
-		}
-		reason := releasePersisted
-		switch {
-		case pod.DeletionTimestamp != nil:
-			reason = releaseDeleting
-		case !c.opts.StatusFinalizer:
-			reason = releaseDisabled
-		}
-		if ok && !node.FinishedAt.IsZero() {
-			c.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
-		}
-		byReason[reason] = append(byReason[reason], pod)
+// applyEffects follows a persisted pass. Intent first: outcomes and finalizer releases only follow the
+// write that records them, and both decide from what was persisted.
+func (c *Controller) applyEffects(ctx context.Context, p *pass, persisted *wfv1.Workflow) error {
+	actErr := c.drainer.Report(ctx, p.key, p.WF, p.Ext.AppliedActions)
+	if errors.Is(actErr, faultinject.ErrCrash) {
+		return actErr // a dead process releases nothing
 	}
-	if len(byReason) > 0 {
-		if err := c.opts.Points.Hit(ctx, faultinject.PointBeforeFinalizerRelease); err != nil {
-			return err
-		}
-	}
-	var errs []error
-	released := 0
-	for reason, due := range byReason {
-		if err := c.releaseAll(ctx, due, reason); err != nil {
-			errs = append(errs, err)
-		}
-		released += len(due)
-	}
-	if released > 0 {
-		c.recorder.Eventf(wf, corev1.EventTypeNormal, ReasonFinalizersReleased,
-			"Released the %s finalizer of %d pods whose final state is recorded", podfinalizer.Finalizer, released)
-	}
-	return errors.Join(errs...)
-}
-
-// ReasonFinalizersReleased is the Event recorded on a workflow when its pods' finalizers are released.
-const ReasonFinalizersReleased = "PodFinalizersReleased"
-
-// release removes our finalizer from pod and records the expectation and the reason.
-func (c *Controller) release(ctx context.Context, pod *corev1.Pod, reason string) error {
-	rv, err := c.releaser.Release(ctx, pod)
-	if apierrors.IsForbidden(err) {
-		// A retry cannot succeed until RBAC changes: log and count it; the orphan sweep tries again later.
-		c.metrics.releaseErrors.Inc()
-		c.log.Error("not allowed to release the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return nil
-	}
-	if err != nil {
-		c.metrics.releaseErrors.Inc()
+	if err := errors.Join(actErr, c.releaser.ReleasePersisted(ctx, persisted, p.Pods)); err != nil {
 		return err
 	}
-	if rv == "" {
-		return nil // someone else removed it, or the pod is gone
+	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
+	if err != nil {
+		return err
 	}
-	c.releasedMu.Lock()
-	c.released[pod.UID] = rv
-	c.releasedMu.Unlock()
-	c.metrics.finalizersReleased.WithLabelValues(reason).Inc()
-	c.log.Debug("released the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
+	if gcAfter > 0 {
+		p.RequeueBy(p.Now.Add(gcAfter))
+	}
 	return nil
 }
 
-// releasePending reports whether the cached pod predates our release of its finalizer: an expectation,
-// so a lagging pod cache does not cost a conflicting PATCH and a GET per pass.
-func (c *Controller) releasePending(pod *corev1.Pod) bool {
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	rv, ok := c.released[pod.UID]
-	return ok && compareResourceVersions(pod.ResourceVersion, rv) < 0
-}
-
-// observeReleased drops the expectation once the cache shows the pod without our finalizer, or gone.
-func (c *Controller) observeReleased(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
+// drainActions is the action phase (actions.Drainer): pending actions are applied to the in-memory
+// workflow and recorded write-ahead in its status.
+func (c *Controller) drainActions(ctx context.Context, p *pass) {
+	recordFull, err := c.drainer.Drain(ctx, p.key, p.WF, p.Ext, p.Now)
+	if recordFull {
+		p.retrySoon() // the waiting actions are drained once recorded outcomes are reported
 	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	c.releasedMu.Lock()
-	defer c.releasedMu.Unlock()
-	if !slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
-		delete(c.released, pod.UID)
+	if err != nil {
+		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
+		c.log.Warn("reporting workflow actions", "workflow", p.key, "err", err)
+		p.retrySoon()
 	}
 }
 
-// load reads the workflow from the cache. It returns nil (nothing to do) for a deleted or completed
-// workflow, and for a copy older than our own last write (the stale-cache guard).
-func (c *Controller) load(ctx context.Context, key string) (*pass, time.Duration, error) {
-	obj, exists, err := c.inf.workflows.GetIndexer().GetByKey(key)
-	if err != nil {
-		return nil, 0, fmt.Errorf("reading workflow %s from the cache: %w", key, err)
+// skipStale skips a cache copy older than our own last write (the stale-cache guard); the echo of our
+// write brings the key back.
+func (c *Controller) skipStale(key string, u *unstructured.Unstructured) {
+	c.awaitEcho(key)
+	if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
+		c.queue.Add(key) // the echo arrived before we noted we wait for it
 	}
-	if !exists {
-		// The orphan path: the workflow is gone; only its pods' finalizers are left to release.
-		c.setWaiting(key, 0)
-		return nil, 0, errors.Join(c.failOrphanActions(ctx, key), c.releaseOrphans(ctx, key))
-	}
-	orphanErr := c.releaseOrphans(ctx, key) // pods of an older workflow of the same name
-	if orphanErr != nil {
-		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
-		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
-	}
-	u := obj.(*unstructured.Unstructured)
-	if c.isStale(u) {
-		c.awaitEcho(key)
-		if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
-			c.queue.Add(key) // the echo arrived before we noted we wait for it
-		}
-		c.metrics.staleSkips.Inc()
-		c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
-		return nil, staleRequeue, nil
-	}
-	wf, ext, err := extstatus.FromUnstructured(u)
-	if err != nil {
-		if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-			// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
-			return nil, 0, c.releaseByOwner(ctx, u)
-		}
-		return nil, 0, c.failUndecodable(ctx, u, err)
-	}
-	if u.GetLabels()[common.LabelKeyCompleted] == "true" {
-		// A completed workflow is never written again; only finalizers a failed release left behind remain.
-		pods := c.podsOf(wf)
-		if err := errors.Join(c.settleActionsOfCompleted(ctx, key, wf, ext), c.releaseFinalizers(ctx, wf, pods)); err != nil {
-			return nil, 0, err
-		}
-		gcAfter, err := c.collectAndExpire(ctx, wf, pods) // podGC and ttlStrategy resume here after a restart
-		return nil, gcAfter, err
-	}
+	c.metrics.staleSkips.Inc()
+	c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
+}
+
+// newPass starts a running workflow's pass from its decoded cache copy.
+func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (*pass, error) {
 	loaded, err := extstatus.ToUnstructured(wf, ext)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	loaded.SetResourceVersion(u.GetResourceVersion())
 	return &pass{
-		key:         key,
-		loaded:      loaded,
-		requeueSoon: orphanErr != nil,
+		key:    key,
+		loaded: loaded,
 		Pass: engine.Pass{
 			WF:   wf,
 			Ext:  &ext,
 			Pods: c.podsOf(wf),
 			Now:  c.clock.Now().UTC().Truncate(time.Second),
 		},
-	}, 0, nil
+	}, nil
 }
 
-// reconcileTaskResults is the task-result phase: it merges results from the cache into nodes, reads past
-// the cache for nodes whose pod ended without a complete cached result, and records what the pass saw.
+// reconcileTaskResults is the task-result phase (taskresult.Observer): it merges results from the cache
+// into nodes, reads past the cache where a node's wait needs it, and records what the pass saw.
 func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
-	p.waitingBefore = waitingNodes(p.WF)
 	timeout, err := taskresult.TimeoutFor(p.WF, c.opts.TaskResultTimeout)
 	if err != nil {
 		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
 	}
 	p.TaskResultTimeout = timeout
-	cached := c.resultsOf(p.key)
-	c.reportIgnored(p, taskresult.Merge(p.WF, cached, p.Pods))
-	p.Results = taskresult.Owned(p.WF, cached, p.Pods)
-
-	budget := c.opts.DirectReadBudget
-	var direct []*wfv1.WorkflowTaskResult
-	for id, n := range p.WF.Status.Nodes {
-		since := p.waitingBefore[id]
-		if pod := p.Pods[id]; since.IsZero() && taskresult.PodEnded(pod) {
-			// Seen ended for the first time: its wait began when it finished, which a backlogged queue or a
-			// late pod event can put past the deadline already; the timeout may then fire only on this read.
-			since = taskresult.PodFinishedAt(pod)
-		}
-		if !taskresult.NeedsDirectRead(&n, p.Pods[id], p.Results[id], since, p.Now) {
-			continue
-		}
-		if budget <= 0 {
-			c.metrics.directReads.WithLabelValues(directReadOverBudget).Inc()
-			p.markResultUnverified(id)
-			continue
-		}
-		budget--
-		r, outcome := c.readResult(ctx, p.WF.Namespace, id)
-		if outcome == directReadError {
-			p.markResultUnverified(id)
-		}
-		if r != nil && len(taskresult.Owned(p.WF, []*wfv1.WorkflowTaskResult{r}, p.Pods)) == 0 {
-			// Not this node's pod's result (e.g. another workflow UID's): reported by the merge below.
-			r, outcome = nil, directReadForeign
-		}
-		c.metrics.directReads.WithLabelValues(outcome).Inc()
-		if r != nil {
-			direct = append(direct, r)
-			if taskresult.Complete(r) && !taskresult.Complete(p.Results[id]) {
-				p.Events = append(p.Events, engine.Event{Reason: ReasonTaskResultReadPastCache,
-					Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", n.Name)})
-			}
-		}
+	obs := c.results.Observe(ctx, p.WF, p.Ext, p.Pods, c.resultsOf(p.key), p.Now)
+	p.waitingBefore, p.Results, p.ResultUnverified = obs.WaitingBefore, obs.Results, obs.Unverified
+	if obs.RequeueSoon {
+		p.retrySoon()
 	}
-	if len(direct) > 0 {
-		c.reportIgnored(p, taskresult.Merge(p.WF, direct, p.Pods))
-		for id, r := range taskresult.Owned(p.WF, direct, p.Pods) {
-			p.Results[id] = r
-		}
+	for _, name := range obs.ReadPastCache {
+		p.Events = append(p.Events, engine.Event{Reason: taskresult.ReasonReadPastCache,
+			Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", name)})
 	}
-}
-
-// readResult GETs one result from the API server (a quorum read, past any cache), retrying transient errors
-// briefly; the outcome labels the read for metrics.
-func (c *Controller) readResult(ctx context.Context, namespace, name string) (*wfv1.WorkflowTaskResult, string) {
-	var result *wfv1.WorkflowTaskResult
-	op := func() error {
-		r, err := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) || !apierror.Transient(err) {
-				return backoff.Permanent(err)
-			}
-			return err
-		}
-		result = r
-		return nil
-	}
-	b := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
-		InitialInterval: 20 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 200 * time.Millisecond,
-		MaxElapsedTime: time.Second, Stop: backoff.Stop, Clock: backoff.SystemClock}, 3), ctx)
-	err := backoff.Retry(op, b)
-	switch {
-	case err == nil && taskresult.Complete(result):
-		return result, directReadComplete
-	case err == nil:
-		return result, directReadIncomplete
-	case apierrors.IsNotFound(err):
-		return nil, directReadNotFound
-	default:
-		c.log.Warn("reading a task result past the cache failed", "workflow", namespace, "result", name, "err", err)
-		return nil, directReadError
-	}
-}
-
-// reportIgnored counts results that decided nothing and warns once per result (bad or hostile input,
-// never fatal: the node keeps waiting for its own pod's report).
-func (c *Controller) reportIgnored(p *pass, stats taskresult.MergeStats) {
-	for _, ig := range stats.Ignored {
-		c.metrics.ignoredResults.WithLabelValues(ig.Reason).Inc()
-		// Recorded at once, not with the pass's Events: ignoring changes nothing, so the pass may not write.
-		if c.firstReport(p.WF.Namespace + "/" + ig.Name + "/" + ig.Reason) {
-			c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonTaskResultIgnored, "Task result %s ignored: %s", ig.Name, ignoredResultWhy[ig.Reason])
-		}
-	}
-}
-
-// ignoredResultWhy explains each reason a result is ignored, for the Event.
-var ignoredResultWhy = map[string]string{
-	taskresult.IgnoredForeign:       "it belongs to another workflow UID, workflow or namespace (e.g. a deleted workflow of the same name)",
-	taskresult.IgnoredUnknownNode:   "it names no node of this workflow",
-	taskresult.IgnoredNotAPodNode:   "its node runs no pod, so no executor reports for it; its outputs come from the controller or an action",
-	taskresult.IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
-	taskresult.IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
 }
 
 // firstReport is true the first time key is seen (bounded memory: the set is reset when large).
@@ -391,36 +259,8 @@ func (c *Controller) firstReport(key string) bool {
 	return true
 }
 
-// waitingNodes maps each node waiting for its result to when the wait began.
-func waitingNodes(wf *wfv1.Workflow) map[string]time.Time {
-	out := map[string]time.Time{}
-	for id, n := range wf.Status.Nodes {
-		if n.Type != wfv1.NodeTypePod || taskresult.Synced(&n) {
-			continue
-		}
-		if since := engine.WaitStart(&n); !since.IsZero() {
-			out[id] = since
-		}
-	}
-	return out
-}
-
-// Event reasons of the task-result phase.
-const (
-	ReasonTaskResultReadPastCache = "TaskResultReadPastCache"
-	ReasonTaskResultIgnored       = "TaskResultIgnored"
-	ReasonInvalidAnnotation       = "InvalidAnnotation"
-)
-
-// markResultUnverified notes a node whose result could not be read past the cache this pass (its wait
-// does not expire on the cache's word) and asks for another pass soon.
-func (p *pass) markResultUnverified(id string) {
-	if p.ResultUnverified == nil {
-		p.ResultUnverified = map[string]bool{}
-	}
-	p.ResultUnverified[id] = true
-	p.requeueSoon = true
-}
+// ReasonInvalidAnnotation: a wfguard annotation on the workflow could not be read; its default applies.
+const ReasonInvalidAnnotation = "InvalidAnnotation"
 
 // findMissingPods looks up on the server each pod a node should have that the cache lacks past the grace,
 // before results are matched to pods and pods to nodes: a lagging pod watch must neither turn a running pod
@@ -436,7 +276,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 				p.Unverified = map[string]bool{}
 			}
 			p.Unverified[id] = true
-			p.requeueSoon = true
+			p.retrySoon()
 			continue
 		}
 		budget--
@@ -451,7 +291,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 				p.Unverified = map[string]bool{}
 			}
 			p.Unverified[id] = true
-			p.requeueSoon = true
+			p.retrySoon()
 		}
 	}
 }
@@ -477,17 +317,13 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 		}
 		c.recorder.Event(p.WF, typ, e.Reason, e.Message)
 	}
-	for id, since := range p.waitingBefore {
-		if n, ok := p.WF.Status.Nodes[id]; ok && taskresult.Synced(&n) {
-			c.metrics.resultWait.Observe(p.Now.Sub(since).Seconds())
-		}
-	}
+	timeouts := 0
 	for _, e := range p.Events {
 		if e.Reason == taskresult.ReasonTimeout {
-			c.metrics.resultTimeouts.Inc()
+			timeouts++
 		}
 	}
-	c.setWaiting(p.key, len(waitingNodes(p.WF)))
+	c.results.Persisted(p.key, p.WF, p.Ext, p.waitingBefore, timeouts, p.Now)
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)
@@ -515,24 +351,4 @@ func (c *Controller) failUndecodable(ctx context.Context, u *unstructured.Unstru
 	c.recorder.Event(updated, corev1.EventTypeWarning, engine.ReasonWorkflowInvalid, msg)
 	c.log.Warn("failed an undecodable workflow", "workflow", u.GetNamespace()+"/"+u.GetName(), "err", decodeErr)
 	return nil
-}
-
-func (c *Controller) forgetReleased(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.releasedMu.Lock()
-		delete(c.released, pod.UID)
-		c.releasedMu.Unlock()
-	}
-}
-
-// releaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
-func (c *Controller) releaseByOwner(ctx context.Context, u *unstructured.Unstructured) error {
-	owner := podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}
-	held := func(pod *corev1.Pod) bool {
-		return slices.Contains(pod.Finalizers, podfinalizer.Finalizer) && c.ours(owner, nil, pod)
-	}
-	return c.releaseIndexed(ctx, IndexWorkflowUID, string(u.GetUID()), held, releasePersisted)
 }

@@ -16,7 +16,7 @@ import (
 // collectAndExpire follows a persisted pass (and every look at a completed workflow, so both survive a
 // restart): podGC for the workflow's pods, then its ttlStrategy. It returns when the next of them is due.
 func (c *Controller) collectAndExpire(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) (time.Duration, error) {
-	gcAfter, err := c.collectPods(ctx, wf, pods)
+	gcAfter, err := c.podgc.Collect(ctx, wf, pods)
 	if err != nil {
 		return 0, err
 	}

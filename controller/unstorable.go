@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/wfguard/wfguard/controller/engine"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/internal/truncate"
 )
 
@@ -23,40 +22,21 @@ const (
 
 // Kinds of permanent write errors.
 const (
-	writeTooLarge = "too large"
-	writeInvalid  = "invalid"
+	writeTooLarge = apierror.TooLarge
+	writeInvalid  = apierror.Invalid
 )
 
 // maxCauseInMessage bounds the API server's error quoted in a status message (a 422 can quote the value).
 const maxCauseInMessage = 512
 
-// classifyWriteError tells a write the API server will never accept (permanent: retrying the same object
-// fails the same way) from a transient failure. Too large: our own size check (extstatus.ErrTooLarge), 413
-// from the API server (request body over its limit), etcd's "request is too large" (over
-// --max-request-bytes, a 500) and gRPC ResourceExhausted (over the client's message limit). Invalid: 422.
+// classifyWriteError tells a workflow write the API server will never accept (permanent: retrying the same
+// object fails the same way) from a transient failure: our own size check (extstatus.ErrTooLarge) is too
+// large before the API server sees it, and the rest is what the API server refuses (apierror.Refused).
 func classifyWriteError(err error) (kind string, permanent bool) {
-	if err == nil {
-		return "", false
-	}
-	if errors.Is(err, extstatus.ErrTooLarge) || apierrors.IsRequestEntityTooLargeError(err) {
+	if errors.Is(err, extstatus.ErrTooLarge) {
 		return writeTooLarge, true
 	}
-	if apierrors.IsInvalid(err) {
-		return writeInvalid, true
-	}
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"request is too large", "resourceexhausted", "too large", "larger than max"} {
-		if strings.Contains(msg, s) {
-			return writeTooLarge, true
-		}
-	}
-	return "", false
-}
-
-// isPermanent reports whether the API server will never accept the write as it is.
-func isPermanent(err error) bool {
-	_, permanent := classifyWriteError(err)
-	return permanent
+	return apierror.Refused(err)
 }
 
 // failUnstorable ends a workflow whose pass can never be written: Error with a message saying why, every

@@ -15,9 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wfguard/wfguard/controller/engine"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/explain"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -254,10 +253,9 @@ func notReconciled(_ context.Context, _ *inspect.Clients, in *cluster, o Options
 		timeout, _ := taskresult.TimeoutFor(wf, o.TaskResultTimeout)
 		for _, id := range nodeIDs(wf) {
 			n := wf.Status.Nodes[id]
-			waiting := strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix)
 			switch {
-			case n.Type == wfv1.NodeTypePod && waiting && n.Phase == wfv1.NodeRunning:
-				if since := engine.WaitStart(&n); !since.IsZero() {
+			case n.Type == wfv1.NodeTypePod && taskresult.Waiting(&w.Ext, &n):
+				if since := taskresult.WaitStart(&w.Ext, &n); !since.IsZero() {
 					signals = append(signals, signal{since.Add(timeout), fmt.Sprintf("node %s waits for its task result past the %s timeout", n.DisplayName, timeout)})
 				}
 			case n.Type == wfv1.NodeTypePod && !n.Phase.Completed() && in.podsErr == nil:

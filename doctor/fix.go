@@ -106,7 +106,7 @@ func releaseOrphan(ctx context.Context, c *inspect.Clients, r Repair, now time.T
 			return "", fmt.Errorf("re-checking that workflow %s/%s is gone: %w", r.Namespace, r.Workflow, err)
 		}
 	}
-	if _, err := (&podfinalizer.Releaser{Kube: c.Kube}).Release(ctx, pod); err != nil {
+	if _, err := podfinalizer.RemoveFinalizer(ctx, c.Kube, pod); err != nil {
 		return "", err
 	}
 	ref := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/inspect"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -85,8 +84,8 @@ func (c *explainer) podWait(n *wfv1.NodeStatus) *Wait {
 		// A failed pod's node: it keeps its failure, but successors wait for its result.
 		return &Wait{On: WaitTaskResult, Since: n.FinishedAt.Time, Until: c.resultDeadline(n.FinishedAt.Time),
 			Detail: fmt.Sprintf("the node is %s; its successors wait for its task result, which is %s", n.Phase, describeResult(result))}
-	case strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix):
-		since := engine.WaitStart(n)
+	case taskresult.Waiting(&c.s.Workflow.Ext, n):
+		since := taskresult.WaitStart(&c.s.Workflow.Ext, n)
 		detail := fmt.Sprintf("its task result is %s", describeResult(result))
 		if pod != nil {
 			detail = fmt.Sprintf("pod %s %s; %s", pod.Name, strings.ToLower(string(pod.Status.Phase)), detail)

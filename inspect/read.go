@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // pageSize bounds each list call, so a large cluster is read in pages rather than one huge response.

@@ -41,17 +41,12 @@ func Releasable(persisted *wfv1.Workflow, pods map[string]*corev1.Pod) []*corev1
 	return out
 }
 
-// Releaser removes the status finalizer from pods.
-type Releaser struct {
-	Kube kubernetes.Interface
-}
-
-// Release removes the finalizer with a JSON patch that tests the pod's UID and the finalizer's position,
-// so status writes by the kubelet since the pod was read do not conflict while another party's finalizer
-// change still does; on any failure the pod is re-read and the removal retried. A pod that is gone, was
-// replaced or no longer carries the finalizer is done. It returns the resourceVersion the removal produced
-// ("" when nothing was removed).
-func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error) {
+// RemoveFinalizer removes the finalizer with a JSON patch that tests the pod's UID and the finalizer's
+// position, so status writes by the kubelet since the pod was read do not conflict while another party's
+// finalizer change still does; on any failure the pod is re-read and the removal retried. A pod that is
+// gone, was replaced or no longer carries the finalizer is done. It returns the resourceVersion the removal
+// produced ("" when nothing was removed). The controller and wfguard doctor both remove it so.
+func RemoveFinalizer(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) (string, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		i := slices.Index(pod.Finalizers, Finalizer)
@@ -67,7 +62,7 @@ func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error)
 		if err != nil {
 			return "", err
 		}
-		updated, err := r.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		updated, err := kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil:
 			return updated.ResourceVersion, nil
@@ -75,7 +70,7 @@ func (r *Releaser) Release(ctx context.Context, pod *corev1.Pod) (string, error)
 			return "", nil
 		}
 		lastErr = err
-		fresh, gerr := r.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		fresh, gerr := kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(gerr) {
 			return "", nil
 		}

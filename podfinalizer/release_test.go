@@ -67,7 +67,7 @@ func TestReleaseRemovesOnlyOurFinalizerFromTheRightPod(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
 			kube := fake.NewSimpleClientset(tc.server)
-			if _, err := (&Releaser{Kube: kube}).Release(context.Background(), tc.read); err != nil {
+			if _, err := RemoveFinalizer(context.Background(), kube, tc.read); err != nil {
 				t.Fatal(err)
 			}
 			stored, err := kube.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})

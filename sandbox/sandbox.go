@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
@@ -29,12 +28,9 @@ type Options struct {
 // Sandbox is a running control plane + controller + simulated node.
 type Sandbox struct {
 	ControlPlane *controlplane.ControlPlane
-	Controller   *controller.Controller
+	Controller   *Controller
 	Node         *simnode.Node
 	Namespace    string
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
-	runErr       error
 }
 
 // Start brings everything up; Stop tears it down.
@@ -63,7 +59,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the argo client: %w", err)
 	}
-	s.Controller, err = controller.New(config, controller.Options{
+	s.Controller, err = StartController(context.WithoutCancel(ctx), config, controller.Options{
 		Workers: 8, StatusFinalizer: true, Validate: controller.ArgoValidator(argo), OrphanSweepInterval: 10 * time.Second,
 		StatusCoalesceWindow: time.Second,
 		Logger:               opts.Logger, Registry: opts.Registry,
@@ -71,14 +67,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.runErr = s.Controller.Run(runCtx)
-	}()
-	s.Node, err = simnode.Start(runCtx, simnode.Options{Config: config,
+	s.Node, err = simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: config,
 		Script: simnode.AnnotationScript(simnode.Behavior{}, func(f string, a ...any) { opts.Logger.Warn(fmt.Sprintf(f, a...)) })})
 	if err != nil {
 		return nil, err
@@ -95,11 +84,10 @@ func (s *Sandbox) Stop() error {
 	if s.Node != nil {
 		s.Node.Stop()
 	}
-	if s.cancel != nil {
-		s.cancel()
+	var errs []error
+	if s.Controller != nil {
+		errs = append(errs, s.Controller.Stop())
 	}
-	s.wg.Wait()
-	errs := []error{s.runErr}
 	if s.ControlPlane != nil {
 		errs = append(errs, s.ControlPlane.Stop())
 	}

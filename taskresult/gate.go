@@ -48,6 +48,20 @@ func PodEnded(pod *corev1.Pod) bool {
 	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
 }
 
+// CloseGate starts a pod node pessimistic: its gate stays closed until its own pod's complete result is
+// merged or a rule opens it (I1, I2).
+func CloseGate(n *wfv1.NodeStatus) {
+	closed := false
+	n.TaskResultSynced = &closed
+}
+
+// OpenGate opens a node's gate without a result: no executor will report for it any more (its pod was never
+// created, was deleted, or can report nothing more), or its bounded wait expired.
+func OpenGate(n *wfv1.NodeStatus) {
+	open := true
+	n.TaskResultSynced = &open
+}
+
 // PodFinishedAt is when an ended pod's last container finished (its creation if no container reports a
 // finish): the start of its node's wait for a result the pass has not seen waiting before.
 func PodFinishedAt(pod *corev1.Pod) time.Time {

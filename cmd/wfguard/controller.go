@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/taskresult"
 )
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func writeRules(t *testing.T, text string) string {
@@ -99,11 +100,7 @@ func TestDeletingTheRulesConfigMapStopsInjection(t *testing.T) {
 		Data: map[string]string{"rules": "hold-workers point name=worker : pause for=10m\n"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: ns})
 	proc := startController(t, "paused", ns, "--fault-injection=enabled", "--fault-namespaces="+ns, "--fault-rules-configmap="+ns+"/chaos")
 	waitUntil(t, "the controller became ready", 60*time.Second, func() bool { code, _ := proc.get("/readyz"); return code == 200 })
 	submitSimple(t, ns, "held")
@@ -134,11 +131,7 @@ func TestACrashRuleExitsTheProcessWithItsOwnCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: ns})
 	rules := writeRules(t, "boom point name=after-workflow-persist : 1*crash->off max=1\n")
 	proc := startController(t, "crashing", ns, "--fault-injection=enabled", "--fault-namespaces="+ns, "--fault-rules="+rules, "--allow-fault-crash")
 	submitSimple(t, ns, "survivor")

@@ -26,6 +26,7 @@ import (
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const runMainEnv = "WFGUARD_TEST_RUN_MAIN"
@@ -132,11 +133,7 @@ func TestTheBinaryLeadsServesAndDrainsOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: ns})
 	first := startController(t, "first", ns)
 	waitUntil(t, "the first controller became ready", 60*time.Second, func() bool { code, _ := first.get("/readyz"); return code == 200 })
 	second := startController(t, "second", ns)
@@ -315,12 +312,8 @@ func TestTheBinaryRunsCorrectlyUnderInjectedFaults(t *testing.T) {
 		"slow-results informer resource=workflowtaskresults : delay(30s) for=10m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: ns,
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: ns,
 		Script: simnode.Script{Default: simnode.Behavior{Parameters: map[string]string{"out": "v1"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
 	proc := startController(t, "faulty", ns, "--fault-rules="+rules, "--fault-injection=enabled", "--fault-namespaces="+ns, "--fault-seed=7")
 	argo := versioned.NewForConfigOrDie(cp.Config())
 	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "under-fire"}, Spec: wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{

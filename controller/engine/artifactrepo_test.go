@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // fakeConfigMaps serves ConfigMaps by namespace/name and counts reads.

@@ -40,8 +40,7 @@ func AssessNodes(p *Pass) {
 				break
 			}
 			if !taskresult.Complete(p.Results[id]) {
-				synced := true
-				n.TaskResultSynced = &synced
+				taskresult.OpenGate(n)
 			}
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
@@ -56,74 +55,46 @@ func AssessNodes(p *Pass) {
 			// The pod is gone but its executor finished reporting: its outputs are whole.
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		default:
-			synced := true // a deleted pod reports nothing more
-			n.TaskResultSynced = &synced
+			taskresult.OpenGate(n) // a deleted pod reports nothing more
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		}
 		enforceResultWait(p, id)
 	}
+	taskresult.PruneWaits(p.Ext, p.WF)
 }
 
-// enforceResultWait bounds a node's wait for its result: after the timeout (from the persisted time the
-// wait began) a succeeded pod's node becomes Error TaskResultTimeout, and a failed one keeps its failure
-// without its outputs. Before that, the pass asks to be requeued at the deadline.
+// enforceResultWait applies taskresult.Judge to a node's wait: at expiry a succeeded pod's node becomes Error
+// TaskResultTimeout, and a failed one keeps its failure without its outputs; before, the pass asks to be
+// requeued when the bound says.
 func enforceResultWait(p *Pass, id string) {
 	n := p.nodeByID(id)
-	if n == nil || taskresult.Synced(n) {
+	if n == nil {
 		return
 	}
-	since := WaitStart(n)
-	if since.IsZero() {
-		return // the pod has not ended: no wait yet
+	verified := p.Pods[id] != nil && !p.ResultUnverified[id]
+	v := taskresult.Judge(p.Ext, n, p.templateOf(n), p.Results[id], verified, p.TaskResultTimeout, p.Now)
+	if !v.RecheckAt.IsZero() {
+		p.requeueBy(v.RecheckAt)
+	}
+	if !v.Expired {
+		return
+	}
+	taskresult.OpenGate(n)
+	if n.Phase == wfv1.NodeRunning {
+		p.markPhase(n, wfv1.NodeError, v.Message)
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + v.Message})
+		return
 	}
 	timeout := p.TaskResultTimeout
 	if timeout <= 0 {
 		timeout = taskresult.DefaultTimeout
-	}
-	if readAt := since.Add(taskresult.DirectReadGrace); p.Now.Before(readAt) {
-		p.requeueBy(readAt) // the next pass reads past the cache if it still lacks the result
-	}
-	if deadline := since.Add(timeout); p.Now.Before(deadline) {
-		p.requeueBy(deadline)
-		return
-	}
-	// Expire only on evidence: the node's own pod seen and its result read on the server this pass. A
-	// lagging cache or a failed read is not evidence that the executor never reported; the wait goes on,
-	// bounded by twice the timeout.
-	unverified := n.Phase == wfv1.NodeRunning && (p.Pods[id] == nil || p.ResultUnverified[id])
-	if unverified && p.Now.Before(since.Add(2*timeout)) {
-		p.requeueBy(p.Now.Add(time.Second))
-		return
-	}
-	synced := true
-	n.TaskResultSynced = &synced
-	if n.Phase == wfv1.NodeRunning {
-		msg := taskresult.TimeoutMessage(p.templateOf(n), p.Results[id], timeout)
-		if unverified {
-			msg += fmt.Sprintf("; its result could not be read past the cache within %s", 2*timeout)
-		}
-		p.markPhase(n, wfv1.NodeError, msg)
-		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: "Node " + n.Name + ": " + msg})
-		return
 	}
 	p.setNode(n)
 	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonTaskResultTimeout, Message: fmt.Sprintf(
 		"Node %s: its pod failed and its task result did not complete within %s; it keeps its failure without outputs", n.Name, timeout)})
 }
 
-// WaitStart is when a node whose gate is closed began waiting for its result, from persisted status: the
-// time in its "waiting for task result (since T)" message, or the finish of its failed pod. Zero: no wait.
-func WaitStart(n *wfv1.NodeStatus) time.Time {
-	switch {
-	case n.Phase == wfv1.NodeRunning && strings.HasPrefix(n.Message, WaitingForTaskResultPrefix):
-		return waitingSince(n.Message)
-	case n.Phase.Completed():
-		return n.FinishedAt.Time
-	}
-	return time.Time{}
-}
-
-// waitingSince reads the persisted start of a wait back from the node message.
+// waitingSince reads the start of an old-pod wait back from the node message.
 func waitingSince(msg string) time.Time {
 	_, rest, ok := strings.Cut(msg, "(since ")
 	if !ok {
@@ -141,9 +112,8 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 	if before.Phase.Completed() {
 		// A completed node never goes back (a stale pod copy can show it Running): only the result gate
 		// may still open, by the executor's own rules.
-		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
-			t := true
-			n.TaskResultSynced = &t
+		if taskresult.CannotReport(pod) {
+			taskresult.OpenGate(n)
 			p.setNode(n)
 		}
 		return
@@ -187,13 +157,11 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 			return
 		}
 		if !synced {
-			since := taskresult.PodFinishedAt(pod)
-			if s := waitingSince(before.Message); !s.IsZero() {
-				since = s // the persisted start of the wait wins
-			}
+			waitedBefore := taskresult.Waiting(p.Ext, &before)
+			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod)) // the persisted start of the wait wins
 			n.Phase = wfv1.NodeRunning
 			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
-			if !strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
+			if !waitedBefore {
 				p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
 					Message: fmt.Sprintf("Node %s: pod %s succeeded; waiting for its task result", n.Name, pod.Name)})
 			}
@@ -206,17 +174,17 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		phase, msg := inferFailedReason(pod)
 		if phase == wfv1.NodeSucceeded && !synced {
 			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
+			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod))
 			n.Phase = wfv1.NodeRunning
-			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, taskresult.PodFinishedAt(pod).UTC().Format(time.RFC3339))
+			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 			break
 		}
 		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
 			msg = n.Message // we stopped it: keep why
 		}
-		if waitFailed(pod) || (pod.Status.Reason == "Evicted" && waitStatus(pod) == nil) {
+		if taskresult.CannotReport(pod) {
 			// The wait container can report nothing more: argo's rules to stop waiting for the result.
-			t := true
-			n.TaskResultSynced = &t
+			taskresult.OpenGate(n)
 		}
 		if phase == wfv1.NodeSucceeded {
 			succeedWithOutputs(p, n, pod)
@@ -280,20 +248,6 @@ func mainExitCode(pod *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-func waitStatus(pod *corev1.Pod) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == common.WaitContainerName {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-func waitFailed(pod *corev1.Pod) bool {
-	s := waitStatus(pod)
-	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0
 }
 
 func pendingReason(pod *corev1.Pod) string {

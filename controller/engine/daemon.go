@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -104,10 +103,10 @@ func assessStoppedDaemon(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *w
 		p.markPhase(n, wfv1.NodeSucceeded, "")
 		return
 	}
-	if strings.HasPrefix(before.Message, WaitingForTaskResultPrefix) {
+	if taskresult.Waiting(p.Ext, before) {
 		return
 	}
-	since := taskresult.PodFinishedAt(pod)
+	since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod))
 	n.Phase = wfv1.NodeRunning
 	n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 	p.setNode(n)

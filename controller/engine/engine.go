@@ -16,10 +16,10 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
-	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -310,8 +310,7 @@ func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error 
 				if err := e.Pods.DeletePod(ctx, pod); err != nil {
 					return &apiError{fmt.Errorf("deleting unscheduled pod %s of node %s: %w", pod.Name, n.Name, err)}
 				}
-				synced := true
-				n.TaskResultSynced = &synced
+				taskresult.OpenGate(n)
 				p.markPhase(n, wfv1.NodeFailed, message)
 				continue
 			}
@@ -507,8 +506,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		n.StartedAt = waited.StartedAt // the node started when it first tried; its template timeout counts from then
 	}
 	n.Inputs = inputsOf(tmpl)
-	synced := false
-	n.TaskResultSynced = &synced
+	taskresult.CloseGate(n)
 	p.setNode(n)
 	resultName := displayName
 	if opts.resultName != "" {
@@ -517,15 +515,14 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
-		synced = true
-		n.TaskResultSynced = &synced
+		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
-		PodGCStrategy: podfinalizer.PodGCStrategyAnnotation(p.WF),
+		PodGCStrategy: podgc.StrategyAnnotation(p.WF),
 	})
 	if err == nil {
 		var timeout time.Duration
@@ -538,8 +535,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
-		synced = true
-		n.TaskResultSynced = &synced
+		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
@@ -596,8 +592,7 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 			continue
 		}
 		if n := p.nodeByID(c.nodeID); n != nil {
-			synced := true
-			n.TaskResultSynced = &synced
+			taskresult.OpenGate(n)
 			p.markPhase(n, wfv1.NodeError, err.Error())
 		}
 	}
@@ -627,8 +622,7 @@ func (e *Engine) waitForOldPod(p *Pass, c podCreate, taken *PodNameTakenError) {
 		timeout = DefaultOldPodWait
 	}
 	if !p.Now.Before(since.Add(timeout)) {
-		synced := true // no pod of this node will ever report
-		n.TaskResultSynced = &synced
+		taskresult.OpenGate(n) // no pod of this node will ever report
 		p.markPhase(n, wfv1.NodeError, fmt.Sprintf("pod %s/%s of an earlier workflow of the same name (UID %s) was still there after %s; "+
 			"this node's pod cannot be created under its name (look for a finalizer other than %s on it)", taken.Namespace, taken.Name, taken.OwnerUID, timeout, common.FinalizerPodStatus))
 		return

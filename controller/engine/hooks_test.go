@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestAnExitHandlerStartsOnlyOnceItsNodeIsFulfilledAndHoldsWhatFollows(t *testing.T) {

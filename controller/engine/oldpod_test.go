@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // takenPods refuses every create while its pod name is taken by an earlier workflow's pod.

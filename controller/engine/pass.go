@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -90,6 +90,15 @@ func (p *Pass) requeueBy(t time.Time) {
 }
 
 func (p *Pass) now() metav1.Time { return metav1.NewTime(p.Now) }
+
+// recordResultWait records in the status extension when node id began waiting for its result (an earlier
+// record wins) and returns the start.
+func (p *Pass) recordResultWait(id string, since time.Time) time.Time {
+	if p.Ext == nil {
+		p.Ext = &extstatus.Extensions{}
+	}
+	return taskresult.RecordWait(p.Ext, id, since)
+}
 
 // node returns a copy of the node named name, or nil.
 func (p *Pass) node(name string) *wfv1.NodeStatus {

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // A result wait expires on evidence only: the node's own pod seen and its result read on the server. A
@@ -46,7 +46,8 @@ func TestAResultWaitExpiresOnlyOnEvidence(t *testing.T) {
 				Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, Nodes: wfv1.Nodes{"w": {ID: "w", Name: "w", Type: wfv1.NodeTypePod,
 					TemplateName: "step", Phase: wfv1.NodeRunning, StartedAt: metav1.NewTime(since.Add(-time.Minute)),
 					Message: WaitingForTaskResultPrefix + " (since " + since.Format(time.RFC3339) + ")", TaskResultSynced: new(bool)}}}}
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: since.Add(tc.after), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: timeout}
+			p := &Pass{WF: wf, Ext: &extstatus.Extensions{ResultWaits: map[string]metav1.Time{"w": metav1.NewTime(since)}},
+				Now: since.Add(tc.after), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: timeout}
 			if tc.podSeen {
 				p.Pods["w"] = succeededPod.DeepCopy()
 			} else {

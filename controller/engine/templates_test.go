@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // fakeTemplates serves WorkflowTemplates by name (ClusterWorkflowTemplates with prefix "cluster:") and

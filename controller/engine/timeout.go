@@ -8,6 +8,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // timeoutMessage is argo's message for a node that stayed Pending past its template's timeout.
@@ -74,8 +76,7 @@ func (e *Engine) enforceTimeout(ctx context.Context, p *Pass, n *wfv1.NodeStatus
 		if err := e.Pods.DeletePod(ctx, pod); err != nil {
 			return &apiError{fmt.Errorf("deleting pod %s of node %s past its timeout: %w", pod.Name, n.Name, err)}
 		}
-		synced := true
-		n.TaskResultSynced = &synced
+		taskresult.OpenGate(n)
 		p.markPhase(n, wfv1.NodeFailed, timeoutMessage)
 	default:
 		if pod.DeletionTimestamp == nil && (pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds > 1) {

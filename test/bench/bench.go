@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/sandbox"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
@@ -142,12 +142,9 @@ func (e *env) namespace(ctx context.Context, prefix string) (string, error) {
 
 // running is an in-process controller and simulated node working one namespace.
 type running struct {
-	ctrl     *controller.Controller
+	ctrl     *sandbox.Controller
 	registry *prometheus.Registry
 	node     *simnode.Node
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	err      error
 }
 
 type runOptions struct {
@@ -164,27 +161,20 @@ func (e *env) start(ctx context.Context, o runOptions) (*running, error) {
 		o.config = e.config
 	}
 	r := &running{registry: prometheus.NewRegistry()}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	runCtx := context.WithoutCancel(ctx)
 	var err error
 	if !o.noController {
-		r.ctrl, err = controller.New(o.config, controller.Options{Namespace: o.ns, Workers: e.opts.Workers, StatusFinalizer: true,
+		r.ctrl, err = sandbox.StartController(runCtx, o.config, controller.Options{Namespace: o.ns, Workers: e.opts.Workers, StatusFinalizer: true,
 			Validate: controller.ArgoValidator(e.argo), Logger: e.opts.Logger, Registry: r.registry, WrapListWatch: o.wrap,
 			OrphanSweepInterval: time.Minute, StatusCoalesceWindow: e.opts.CoalesceWindow})
 		if err != nil {
-			cancel()
 			return nil, err
 		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.err = r.ctrl.Run(runCtx)
-		}()
 	}
 	if !o.noNode {
 		r.node, err = simnode.Start(runCtx, simnode.Options{Config: e.config, Namespace: o.ns, Script: o.script, Logf: func(string, ...any) {}})
 		if err != nil {
-			r.stop()
+			_ = r.stop()
 			return nil, err
 		}
 	}
@@ -206,10 +196,11 @@ func (r *running) stop() error {
 	if r.node != nil {
 		r.node.Stop()
 	}
-	r.cancel()
-	r.wg.Wait()
-	if r.err != nil && !errors.Is(r.err, context.Canceled) {
-		return r.err
+	if r.ctrl == nil {
+		return nil
+	}
+	if err := r.ctrl.Stop(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,14 +9,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,12 +26,13 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var (
@@ -90,19 +87,16 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	points := faultinject.NewPoints()
 	coalesce := []time.Duration{0, time.Second}[rnd.IntN(2)]
 	t.Logf("faults: status coalesce window %s, rules:\n%s", coalesce, rulesText)
-	loop := startControllerLoop(t, ctx, config, injector, controller.Options{Namespace: ns, Workers: 8, StatusFinalizer: true,
+	// The controller talks to the API server through the injector, and is restarted after each crash, as
+	// a Deployment restarts a crashed pod.
+	faulty := rest.CopyConfig(config)
+	faulty.Wrap(injector.WrapTransport)
+	loop := harness.StartRestartingController(t, faulty, controller.Options{Namespace: ns, Workers: 8, StatusFinalizer: true,
 		TaskResultTimeout: 4 * time.Second, OrphanSweepInterval: 2 * time.Second, StatusCoalesceWindow: coalesce, Points: points,
-		Validate: controller.ArgoValidator(argo), WrapListWatch: injector.WrapListWatch, WrapHandler: injector.WrapHandler})
-	stopped := false
-	defer func() {
-		if !stopped {
-			loop.stop()
-		}
-	}()
-	node, err := simnode.Start(ctx, simnode.Options{Config: config, Namespace: ns, Script: behaviour(seed), Seed: int64(seed), Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
+		Validate: controller.ArgoValidator(argo), WrapListWatch: injector.WrapListWatch, WrapHandler: injector.WrapHandler,
+		Logger: slog.New(slog.DiscardHandler)})
+	defer loop.Stop()
+	node := harness.StartNode(t, config, simnode.Options{Namespace: ns, Script: behaviour(seed), Seed: int64(seed)})
 	defer node.Stop()
 
 	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}}
@@ -149,11 +143,7 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 		}
 		return len(held) == 0, strings.Join(held, " ")
 	})
-	loop.stop()
-	stopped = true
-	if err := loop.err(); err != nil {
-		t.Errorf("controller: %v", err)
-	}
+	loop.Stop()
 
 	wfs := dyn.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}).Namespace(ns)
 	final, err := wfs.List(ctx, metav1.ListOptions{})
@@ -171,11 +161,11 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 
 	journal := injector.Journal()
 	t.Logf("run: %d workflows submitted, %d deleted (%d recreated), %d actions, %d controller restarts, %d worker pauses, %d API faults injected %s; final phases %v",
-		s.submitted, s.deleted, s.recreated, len(p.actionKinds), loop.restarts.Load(), s.pauses, len(journal), byRule(journal), phases(finals))
+		s.submitted, s.deleted, s.recreated, len(p.actionKinds), loop.Restarts(), s.pauses, len(journal), byRule(journal), phases(finals))
 	t.Logf("seed %d %s", seed, report)
-	if len(journal) == 0 || loop.restarts.Load() == 0 || s.deleted == 0 || len(p.actionKinds) == 0 {
+	if len(journal) == 0 || loop.Restarts() == 0 || s.deleted == 0 || len(p.actionKinds) == 0 {
 		t.Errorf("the schedule did not exercise every fault kind (injections %d, restarts %d, deletions %d, actions %d): the run proves less than it claims",
-			len(journal), loop.restarts.Load(), s.deleted, len(p.actionKinds))
+			len(journal), loop.Restarts(), s.deleted, len(p.actionKinds))
 	}
 	for _, v := range violations {
 		t.Errorf("%s", v)
@@ -212,56 +202,6 @@ slow-calls        api namespace=%[1]s : %[6]d%%delay(100ms)
 		}
 	}
 	return b.String()
-}
-
-// controllerLoop runs the controller and starts a new one whenever a crash point kills it, as a
-// Deployment would restart a crashed pod.
-type controllerLoop struct {
-	restarts atomic.Int32
-	cancel   context.CancelFunc
-	done     chan struct{}
-	mu       sync.Mutex
-	runErr   error
-}
-
-func startControllerLoop(t *testing.T, ctx context.Context, config *rest.Config, in *faultinject.Injector, opts controller.Options) *controllerLoop {
-	l := &controllerLoop{done: make(chan struct{})}
-	ctx, l.cancel = context.WithCancel(ctx)
-	faulty := rest.CopyConfig(config)
-	faulty.Wrap(in.WrapTransport)
-	opts.Logger = slog.New(slog.DiscardHandler)
-	go func() {
-		defer close(l.done)
-		for ctx.Err() == nil {
-			opts.Registry = prometheus.NewRegistry()
-			ctrl, err := controller.New(faulty, opts)
-			if err == nil {
-				err = ctrl.Run(ctx)
-			}
-			if errors.Is(err, faultinject.ErrCrash) {
-				l.restarts.Add(1)
-				continue
-			}
-			if err != nil && ctx.Err() == nil {
-				l.mu.Lock()
-				l.runErr = err
-				l.mu.Unlock()
-			}
-			return
-		}
-	}()
-	return l
-}
-
-func (l *controllerLoop) stop() {
-	l.cancel()
-	<-l.done
-}
-
-func (l *controllerLoop) err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.runErr
 }
 
 // schedule submits the workload and, between submissions, takes seeded fault steps.

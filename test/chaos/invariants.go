@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
 

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/controller/extstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
 

@@ -107,7 +107,7 @@ var scenarios = []struct {
 	{"a node's pod is gone and its task result is a placeholder", func(e *env) []want {
 		wf := e.workflow("podgone", wfv1.WorkflowRunning, steps(e, node{name: "[0].produce", typ: wfv1.NodeTypePod, phase: wfv1.NodeRunning,
 			template: "produce", synced: boolPtr(false), started: e.start.Add(-2 * time.Minute),
-			message: "waiting for task result (since " + e.start.Format(time.RFC3339) + ")"}), nil)
+			waitingSince: e.start}), nil)
 		e.result(wf, "[0].produce", false, nil)
 		return []want{{doctor.CheckIncompleteResult, nodeObject(wf, "[0].produce"), doctor.RepairFinalizeResult}}
 	}},
@@ -278,7 +278,7 @@ func TestARepairIsRefusedWhenTheStateChangedSinceTheAudit(t *testing.T) {
 	e := newEnv(t, true)
 	wf := e.workflow("racy", wfv1.WorkflowRunning, steps(e, node{name: "[0].produce", typ: wfv1.NodeTypePod, phase: wfv1.NodeRunning,
 		template: "produce", synced: boolPtr(false), started: e.start.Add(-2 * time.Minute),
-		message: "waiting for task result (since " + e.start.Format(time.RFC3339) + ")"}), nil)
+		waitingSince: e.start}), nil)
 	e.result(wf, "[0].produce", false, nil)
 	report := e.audit()
 	// Meanwhile a pod for the node appears (e.g. the audit raced a controller): finalizing is unsafe.

@@ -25,8 +25,10 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/doctor"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/taskresult"
 	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
@@ -124,6 +126,9 @@ type node struct {
 	finished time.Time
 	outputs  *wfv1.Outputs
 	children []string
+	// waitingSince, when set, records the node's wait for its task result as the controller does: in
+	// status.resultWaits, with the node message saying so.
+	waitingSince time.Time
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -143,11 +148,16 @@ func (e *env) workflow(name string, phase wfv1.WorkflowPhase, nodes []node, muta
 		wf.Labels = map[string]string{common.LabelKeyCompleted: "true"}
 	}
 	wf.Status.Nodes = wfv1.Nodes{}
+	var ext extstatus.Extensions
 	for _, n := range nodes {
 		full := name + n.name
 		status := wfv1.NodeStatus{ID: wf.NodeID(full), Name: full, DisplayName: displayName(name, n.name), Type: n.typ, Phase: n.phase,
 			Message: n.message, TemplateName: n.template, TaskResultSynced: n.synced, StartedAt: metav1.NewTime(n.started),
 			FinishedAt: metav1.NewTime(n.finished), Outputs: n.outputs}
+		if !n.waitingSince.IsZero() {
+			status.Message = "waiting for task result (since " + n.waitingSince.UTC().Format(time.RFC3339) + ")"
+			taskresult.RecordWait(&ext, status.ID, n.waitingSince)
+		}
 		for _, c := range n.children {
 			status.Children = append(status.Children, wf.NodeID(name+c))
 		}
@@ -156,7 +166,17 @@ func (e *env) workflow(name string, phase wfv1.WorkflowPhase, nodes []node, muta
 	if mutate != nil {
 		mutate(wf)
 	}
-	created, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(e.t.Context(), wf, metav1.CreateOptions{})
+	// Through the dynamic client: argo's typed one would drop wfguard's status extensions.
+	wf.TypeMeta = metav1.TypeMeta{APIVersion: wfv1.WorkflowSchemaGroupVersionKind.GroupVersion().String(), Kind: wfv1.WorkflowSchemaGroupVersionKind.Kind}
+	u, err := extstatus.ToUnstructured(wf, ext)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stored, err := e.clients.Dynamic.Resource(wfv1.WorkflowSchemaGroupVersionKind.GroupVersion().WithResource("workflows")).Namespace(e.ns).Create(e.t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	created, _, err := extstatus.FromUnstructured(stored)
 	if err != nil {
 		e.t.Fatal(err)
 	}

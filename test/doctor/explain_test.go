@@ -47,7 +47,7 @@ func everyWait(e *env) *wfv1.Workflow {
 		return node{name: "[0]." + name, typ: wfv1.NodeTypePod, phase: wfv1.NodeRunning, template: "produce", synced: boolPtr(false), started: at(m)}
 	}
 	waiting := pod("produce", 1)
-	waiting.message = "waiting for task result (since " + at(9).Format(time.RFC3339) + ")"
+	waiting.waitingSince = at(9)
 	done := pod("done", 1)
 	done.phase, done.synced, done.finished, done.outputs = wfv1.NodeSucceeded, boolPtr(true), at(4), outParam("1")
 	failed := pod("failed", 1)

@@ -5,14 +5,12 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,32 +20,19 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/doctor"
 	"github.com/wfguard/wfguard/explain"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/taskresult"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // startController runs a wfguard controller over ns until the returned stop is called.
 func startController(t *testing.T, ns string) (stop func()) {
 	t.Helper()
-	ctrl, err := controller.New(cp.Config(), controller.Options{Namespace: ns, Workers: 2, StatusFinalizer: true,
+	return harness.StartController(t, cp.Config(), controller.Options{Namespace: ns, Workers: 2, StatusFinalizer: true,
 		OrphanSweepInterval: time.Minute, Validate: controller.ArgoValidator(versionedClient(t)),
-		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
+		Logger: slog.New(slog.DiscardHandler)}).Stop
 }
 
 func versionedClient(t *testing.T) versioned.Interface {
@@ -90,30 +75,31 @@ spec:
 func TestOnALiveControllerExplainNamesTheWaitAndARepairUnblocksTheNode(t *testing.T) {
 	e := newEnv(t, true)
 	began := time.Now()
-	node, err := simnode.Start(t.Context(), simnode.Options{Config: cp.Config(), Namespace: e.ns, Script: simnode.Script{
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: e.ns, Script: simnode.Script{
 		ByTemplate: map[string]simnode.Behavior{"produce": {Parameters: map[string]string{"out": "1"}, Fault: simnode.Fault{NeverFinalize: true}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
 	stop := startController(t, e.ns)
 	wf := &wfv1.Workflow{}
 	if err := yaml.UnmarshalStrict([]byte(liveWorkflow), wf); err != nil {
 		t.Fatal(err)
 	}
-	if wf, err = e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(t.Context(), wf, metav1.CreateOptions{}); err != nil {
+	wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	id := wf.NodeID("live[0].produce")
 	var since time.Time
 	waitUntil(t, "the produce node waits for its task result", func(ctx context.Context) bool {
-		got, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		u, err := e.clients.Dynamic.Resource(wfv1.WorkflowSchemaGroupVersionKind.GroupVersion().WithResource("workflows")).Namespace(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		got, ext, err := extstatus.FromUnstructured(u)
 		if err != nil {
 			return false
 		}
 		n := got.Status.Nodes[id]
-		since = engine.WaitStart(&n)
-		return strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix) && !since.IsZero()
+		since = taskresult.WaitStart(&ext, &n)
+		return taskresult.Waiting(&ext, &n) && strings.HasPrefix(n.Message, engine.WaitingForTaskResultPrefix) && !since.IsZero()
 	})
 
 	t.Logf("waiting after %s", time.Since(began))

@@ -159,7 +159,7 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 	}
 	late := e.act("resume-late", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
 	expectOutcome(t, late, v1alpha1.PhaseFailed, actions.ReasonWorkflowCompleted)
-	e.waitEvent(wf.Name, controller.ReasonActionApplied)
+	e.waitEvent(wf.Name, actions.EventReasonApplied)
 }
 
 func TestResumeBeforeTheSuspendNodeExistsIsRefusedNotSilentlyAccepted(t *testing.T) {

@@ -2,18 +2,14 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +21,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/controller/extstatus"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var cp *controlplane.ControlPlane
@@ -40,44 +37,30 @@ func TestMain(m *testing.M) {
 
 // env is one test's namespace with its own controller and simulated node.
 type env struct {
-	t        *testing.T
-	ns       string
-	kube     kubernetes.Interface
-	argo     versioned.Interface
-	ctrl     *controller.Controller
-	node     *simnode.Node
-	registry *prometheus.Registry
-	// stopController stops the running controller (idempotent).
-	stopController func()
+	t    *testing.T
+	ns   string
+	kube kubernetes.Interface
+	argo versioned.Interface
+	run  *harness.Env
 }
 
-// startController runs a controller for the namespace, replacing stopController.
+// startController runs a controller for the namespace in place of the stopped one.
 func (e *env) startController(o envOptions) {
 	e.t.Helper()
-	logger := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e.registry = prometheus.NewRegistry()
-	ctrl, err := controller.New(cp.Config(), controller.Options{
+	e.run.StartController(e.controllerOptions(o))
+}
+
+// stopController stops the running controller (idempotent).
+func (e *env) stopController() { e.run.Controller.Stop() }
+
+func (e *env) controllerOptions(o envOptions) controller.Options {
+	return controller.Options{
 		Namespace: e.ns, Workers: max(o.workers, 4), StatusFinalizer: true,
-		Validate: controller.ArgoValidator(e.argo), Logger: logger, Hooks: o.hooks,
-		WrapListWatch: o.wrap, Registry: e.registry, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
+		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(e.t), Hooks: o.hooks,
+		WrapListWatch: o.wrap, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
 		MaxWorkflowSize: o.maxSize,
-	})
-	if err != nil {
-		e.t.Fatal(err)
 	}
-	e.ctrl = ctrl
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil && !errors.Is(err, faultinject.ErrCrash) {
-			e.t.Errorf("controller: %v", err)
-		}
-	}()
-	var once sync.Once
-	e.stopController = func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
 type envOptions struct {
@@ -100,26 +83,10 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := harness.Namespace(t, cp.Config(), "e2e")
 	e := &env{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config())}
-	e.startController(o)
-	t.Cleanup(func() { e.stopController() }) // the controller running at the end, after restarts
-	e.node, err = simnode.Start(context.Background(), simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.node.Stop)
+	e.run = harness.Start(t, cp.Config(), e.controllerOptions(o), simnode.Options{Namespace: ns, Script: o.script})
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // submit creates the workflow in manifest (YAML).
@@ -298,7 +265,7 @@ func (e *env) withT(t *testing.T) *env {
 // metric returns the value of a counter or gauge (summed over label sets matching labels).
 func (e *env) metric(name string, labels map[string]string) float64 {
 	e.t.Helper()
-	families, err := e.registry.Gather()
+	families, err := e.run.Controller.Registry().Gather()
 	if err != nil {
 		e.t.Fatal(err)
 	}

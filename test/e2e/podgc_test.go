@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/wfguard/wfguard/podfinalizer"
+	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
@@ -82,7 +82,7 @@ func TestADelayedPodGCDeletionSurvivesAControllerRestart(t *testing.T) {
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods := e.podNames(ctx)
 		for _, p := range pods {
-			if p.Annotations[podfinalizer.AnnotationDeleteAfter] == "" {
+			if p.Annotations[podgc.AnnotationDeleteAfter] == "" {
 				return false, nil
 			}
 		}

@@ -13,7 +13,6 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,9 +24,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var cp *controlplane.ControlPlane
@@ -38,49 +39,22 @@ func TestMain(m *testing.M) {
 		func(c *controlplane.ControlPlane) { cp = c }))
 }
 
-type running struct{ stop func() }
-
-// startController runs a controller over all namespaces until stop is called.
-func startController(t *testing.T, statusFinalizer bool, sweep time.Duration) running {
+// startController runs a controller over all namespaces until the test ends or its Stop.
+func startController(t *testing.T, statusFinalizer bool, sweep time.Duration) *harness.Controller {
 	t.Helper()
 	argo := versioned.NewForConfigOrDie(cp.Config())
-	ctrl, err := controller.New(cp.Config(), controller.Options{Workers: 8, StatusFinalizer: statusFinalizer,
-		OrphanSweepInterval: sweep, Validate: controller.ArgoValidator(argo),
-		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return running{stop: stop}
+	return harness.StartController(t, cp.Config(), controller.Options{Workers: 8, StatusFinalizer: statusFinalizer,
+		OrphanSweepInterval: sweep, Validate: controller.ArgoValidator(argo), Logger: slog.New(slog.DiscardHandler)})
 }
 
 func startNode(t *testing.T, ns string, script simnode.Script) {
 	t.Helper()
-	node, err := simnode.Start(context.Background(), simnode.Options{Config: cp.Config(), Namespace: ns, Script: script})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: ns, Script: script})
 }
 
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "fin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns
+	return harness.Namespace(t, cp.Config(), "fin")
 }
 
 func submit(t *testing.T, ns, manifest string) *wfv1.Workflow {
@@ -214,7 +188,7 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 			return false
 		}
 		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name == wf.Name && ev.Reason == controller.ReasonFinalizersReleased {
+			if ev.InvolvedObject.Name == wf.Name && ev.Reason == podfinalizer.ReasonFinalizersReleased {
 				return true
 			}
 		}
@@ -289,7 +263,7 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 	waitUntil(t, "both workflows' first pods hold the finalizer", time.Minute, func(ctx context.Context) bool {
 		return holding(podsIn(ctx, nsA)) == 2 && holding(podsIn(ctx, nsB)) == 2
 	})
-	first.stop()
+	first.Stop()
 	// While the controller is down: the workflow in A is deleted (its pods go Terminating, held), and a new
 	// workflow of the same name is created in A, with pods of its own holding the finalizer.
 	if err := argo.ArgoprojV1alpha1().Workflows(nsA).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
@@ -345,7 +319,7 @@ func TestTurningTheFinalizerFlagOffStillReleasesPodsThatCarryIt(t *testing.T) {
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: release}})
 	wf := submit(t, ns, fmt.Sprintf(threeSteps, "flag-off"))
 	waitUntil(t, "two pods hold the finalizer", time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 2 })
-	first.stop()
+	first.Stop()
 	startController(t, false, time.Minute)
 	close(release)
 	argo := versioned.NewForConfigOrDie(cp.Config())

@@ -2,12 +2,9 @@ package trust
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +27,7 @@ import (
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var cp *controlplane.ControlPlane
@@ -57,44 +55,15 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "trust")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := harness.Namespace(t, cp.Config(), "trust")
 	e := &env{t: t, ns: ns, instance: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()),
-		argo: versioned.NewForConfigOrDie(cp.Config()), registry: prometheus.NewRegistry()}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctrl, err := controller.New(cp.Config(), controller.Options{
+		argo: versioned.NewForConfigOrDie(cp.Config())}
+	run := harness.Start(t, cp.Config(), controller.Options{
 		Namespace: "", InstanceID: e.instance, Workers: 4, StatusFinalizer: true,
-		Validate: controller.ArgoValidator(e.argo), Logger: logger, Registry: e.registry,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	node, err := simnode.Start(context.Background(), simnode.Options{Config: cp.Config(), Namespace: ns,
-		ImpersonateServiceAccount: o.executorAsServiceAccount, Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
+		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(t),
+	}, simnode.Options{Namespace: ns, ImpersonateServiceAccount: o.executorAsServiceAccount})
+	e.registry = run.Controller.Registry()
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // submit creates the workflow in manifest (YAML), labelled for this env's controller instance.

@@ -1,12 +1,15 @@
-package podfinalizer
+package podgc
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/wfguard/wfguard/podfinalizer"
 )
 
 // AnnotationDeleteAfter records on a pod when podGC deletes it: durable, so a delayed deletion survives a
@@ -21,8 +24,8 @@ type GCDecision struct {
 	Mark bool
 }
 
-// PodGCStrategyAnnotation is the value podspec puts on pods: "<strategy>/<delay>".
-func PodGCStrategyAnnotation(wf *wfv1.Workflow) string {
+// StrategyAnnotation is the value podspec puts on pods: "<strategy>/<delay>".
+func StrategyAnnotation(wf *wfv1.Workflow) string {
 	if wf.Spec.PodGC == nil || wf.Spec.PodGC.GetStrategy() == wfv1.PodGCOnPodNone {
 		return ""
 	}
@@ -47,7 +50,7 @@ func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now tim
 	}
 	var out []GCDecision
 	for nodeID, pod := range pods {
-		if pod.DeletionTimestamp != nil || hasFinalizer(pod) || !selected(selector, pod) {
+		if pod.DeletionTimestamp != nil || slices.Contains(pod.Finalizers, podfinalizer.Finalizer) || !selected(selector, pod) {
 			continue
 		}
 		node, ok := persisted.Status.Nodes[nodeID]
@@ -83,13 +86,4 @@ func due(strategy wfv1.PodGCStrategy, wf *wfv1.Workflow, node wfv1.NodeStatus) b
 func selected(s labels.Selector, pod *corev1.Pod) bool {
 	// argo: a nil selector selects every pod (labels.Everything() from GetLabelSelector).
 	return s == nil || s.Matches(labels.Set(pod.Labels))
-}
-
-func hasFinalizer(pod *corev1.Pod) bool {
-	for _, f := range pod.Finalizers {
-		if f == Finalizer {
-			return true
-		}
-	}
-	return false
 }

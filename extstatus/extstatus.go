@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -18,6 +19,9 @@ type Extensions struct {
 	Suspended *bool `json:"suspended,omitempty"`
 	// AppliedActions records actions applied in the same write as their effect, until their own status is written.
 	AppliedActions []AppliedAction `json:"appliedActions,omitempty"`
+	// ResultWaits records, per node ID, when a node whose pod succeeded began waiting for its task result:
+	// the persisted start of the bounded wait (the node message repeats it for people, not for code).
+	ResultWaits map[string]metav1.Time `json:"resultWaits,omitempty"`
 }
 
 // AppliedAction is one write-ahead entry.
@@ -30,7 +34,7 @@ type AppliedAction struct {
 }
 
 // fieldNames are the status keys Extensions owns.
-var fieldNames = []string{"shutdown", "suspended", "appliedActions"}
+var fieldNames = []string{"shutdown", "suspended", "appliedActions", "resultWaits"}
 
 // FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated. Unknown status fields other than ours are
 // dropped, as argo's own controller does.

@@ -1,0 +1,215 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/truncate"
+)
+
+// maxAppliedActions bounds status.appliedActions; entries leave once their action's status is written.
+const maxAppliedActions = 100
+
+// Actor labels argo stamps on a workflow for the last action performed on it.
+const (
+	labelCreator = "workflows.argoproj.io/creator"
+	labelActor   = "workflows.argoproj.io/actor"
+	labelAction  = "workflows.argoproj.io/action"
+)
+
+// IndexWorkflowKey is the action cache's index by the "namespace/name" of the workflow an action names
+// (IndexByWorkflow): the drain finds a workflow's actions by it.
+const IndexWorkflowKey = "workflowKey"
+
+// WorkflowKey is the "namespace/name" of the workflow the action names: the work-queue key of the workflow
+// whose reconcile drains it.
+func WorkflowKey(a *v1alpha1.WorkflowAction) string {
+	return a.Namespace + "/" + a.Spec.WorkflowRef.Name
+}
+
+// IndexByWorkflow indexes actions under IndexWorkflowKey.
+func IndexByWorkflow(obj any) ([]string, error) {
+	a, ok := obj.(*v1alpha1.WorkflowAction)
+	if !ok {
+		return nil, fmt.Errorf("indexing actions by workflow: %T is not a WorkflowAction", obj)
+	}
+	return []string{WorkflowKey(a)}, nil
+}
+
+// Drainer is the action seam of a workflow's reconcile: it applies the pending actions of a workflow to the
+// in-memory pass with their write-ahead record (Drain), writes their outcomes once that pass is persisted
+// (Report), and settles the actions of a workflow that is gone (FailOrphans) or completed (SettleCompleted).
+// The caller serializes calls per workflow key, as the pipeline does.
+type Drainer struct {
+	// Client writes the actions' statuses.
+	Client *v1alpha1.Client
+	// Actions is the action cache, indexed by IndexWorkflowKey (IndexByWorkflow).
+	Actions cache.Indexer
+	// Workflows reads a workflow the cache does not hold from the API server: an action is failed as
+	// orphaned only when the workflow is gone there too.
+	Workflows dynamic.NamespaceableResourceInterface
+	// FieldManager names the writer of the actions' statuses.
+	FieldManager string
+	// Clock stamps status.completionTime.
+	Clock    clock.PassiveClock
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Recorder record.EventRecorder
+	// Points are the crash points (faultinject.PointBeforeActionStatus); nil passes.
+	Points *faultinject.Points
+	// BeforeStatus runs after the persist that recorded actions, before their statuses are written;
+	// returning false skips the writes, as a crash at that point would. Nil writes them.
+	BeforeStatus func(key string) bool
+}
+
+// actionsOf returns the actions naming key's workflow, in application order.
+func (d *Drainer) actionsOf(key string) []*v1alpha1.WorkflowAction {
+	objs, _ := d.Actions.ByIndex(IndexWorkflowKey, key)
+	out := make([]*v1alpha1.WorkflowAction, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1alpha1.WorkflowAction))
+	}
+	Sort(out)
+	return out
+}
+
+// Drain is the action phase of a pass: pending actions for this workflow are applied in order to the
+// in-memory workflow and recorded write-ahead in ext.AppliedActions, so the pass's one write stores both
+// their effect and the memory that they were applied. Actions for another incarnation of the name fail at
+// once (they change nothing, so need no record). recordFull says some actions wait until recorded outcomes
+// are reported: the caller should pass again soon. An error is an outcome that could not be written.
+func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext *extstatus.Extensions, now time.Time) (recordFull bool, err error) {
+	recorded := map[string]bool{}
+	for _, r := range ext.AppliedActions {
+		recorded[string(r.UID)] = true
+	}
+	var errs []error
+	for _, a := range d.actionsOf(key) {
+		if a.Status.Terminal() || recorded[string(a.UID)] {
+			continue // done, or applied before a crash: its outcome is reported after persist
+		}
+		if len(ext.AppliedActions) >= maxAppliedActions {
+			// The record is full of outcomes not yet reported; apply more only once they are, so no
+			// record is ever dropped (which would let a replay apply an action twice).
+			recordFull = true
+			break
+		}
+		if !Targets(a, wf) {
+			out := Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowNotFound,
+				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)}
+			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, out)))
+			continue
+		}
+		out := Apply(wf, ext, a, metav1.NewTime(now))
+		ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{
+			UID: a.UID, Name: a.Name, Outcome: string(out.Phase), Reason: out.Reason, Message: out.Message})
+		if out.Phase == v1alpha1.PhaseSucceeded {
+			stampActor(wf, a)
+		}
+		d.Log.Info("applied workflow action", "workflow", key, "action", a.Name, "type", a.Spec.Action, "outcome", out.Phase, "reason", out.Reason)
+	}
+	ext.AppliedActions = pruneApplied(ext.AppliedActions, d.actionsOf(key))
+	return recordFull, errors.Join(errs...)
+}
+
+// pruneApplied drops records whose action has its status or is gone, and bounds the list.
+func pruneApplied(records []extstatus.AppliedAction, current []*v1alpha1.WorkflowAction) []extstatus.AppliedAction {
+	pending := map[string]bool{}
+	for _, a := range current {
+		if !a.Status.Terminal() {
+			pending[string(a.UID)] = true
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(records), func(r extstatus.AppliedAction) bool { return !pending[string(r.UID)] })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// stampActor sets argo's labels for the last action performed on the workflow and who requested it.
+func stampActor(wf *wfv1.Workflow, a *v1alpha1.WorkflowAction) {
+	if wf.Labels == nil {
+		wf.Labels = map[string]string{}
+	}
+	wf.Labels[labelAction] = a.Spec.Action
+	if creator := a.Labels[labelCreator]; creator != "" {
+		wf.Labels[labelActor] = creator
+	}
+}
+
+// FailOrphans fails the pending actions of a workflow that does not exist. A workflow outside our
+// selection (another controller instance's) exists on the server: its actions are left to that controller.
+func (d *Drainer) FailOrphans(ctx context.Context, key string) error {
+	pending := slices.DeleteFunc(d.actionsOf(key), func(a *v1alpha1.WorkflowAction) bool { return a.Status.Terminal() })
+	if len(pending) == 0 {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(pending[0].Spec.WorkflowRef.Name); len(msgs) > 0 {
+		// No workflow can ever have this name (e.g. "a/b", stored before the CRD validated it).
+		var errs []error
+		for _, a := range pending {
+			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowNotFound,
+				Message: truncate.String(fmt.Sprintf("workflowRef.name %q is not a valid workflow name, so no workflow can have it: %s",
+					a.Spec.WorkflowRef.Name, strings.Join(msgs, "; ")), MaxMessageLength)})))
+		}
+		return errors.Join(errs...)
+	}
+	_, err := d.Workflows.Namespace(pending[0].Namespace).Get(ctx, pending[0].Spec.WorkflowRef.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return nil // not ours
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("checking whether workflow %s exists: %w", key, err)
+	}
+	var errs []error
+	for _, a := range pending {
+		errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.PhaseFailed,
+			Reason: ReasonWorkflowNotFound, Message: fmt.Sprintf("workflow %s does not exist", a.Spec.WorkflowRef.Name)})))
+	}
+	return errors.Join(errs...)
+}
+
+// SettleCompleted reports recorded outcomes and fails new actions of a completed workflow, which is never
+// written again: records are the ones its last write stored.
+func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Workflow, records []extstatus.AppliedAction) error {
+	recorded := map[string]extstatus.AppliedAction{}
+	for _, r := range records {
+		recorded[string(r.UID)] = r
+	}
+	var errs []error
+	for _, a := range d.actionsOf(key) {
+		if a.Status.Terminal() {
+			continue
+		}
+		if !Targets(a, wf) {
+			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowNotFound,
+				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)})))
+			continue
+		}
+		out := Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowCompleted,
+			Message: fmt.Sprintf("workflow %s is already %s", wf.Name, wf.Status.Phase)}
+		if r, ok := recorded[string(a.UID)]; ok {
+			out = Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message}
+		}
+		errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, out)))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,137 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/extstatus"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func action(name, typ string, created time.Time, phase v1alpha1.ActionPhase) *v1alpha1.WorkflowAction {
+	return &v1alpha1.WorkflowAction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(created)},
+		Spec:       v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: "w"}, Action: typ},
+		Status:     v1alpha1.WorkflowActionStatus{Phase: phase},
+	}
+}
+
+// drainerOver is a Drainer whose cache holds list. Actions that target the workflow need no client: their
+// outcomes are only recorded by Drain, and written by Report after the persist.
+func drainerOver(t *testing.T, list ...*v1alpha1.WorkflowAction) *Drainer {
+	t.Helper()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexWorkflowKey: IndexByWorkflow})
+	for _, a := range list {
+		if err := idx.Add(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Drainer{Actions: idx, Log: slog.New(slog.DiscardHandler)}
+}
+
+func running() *wfv1.Workflow {
+	return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-uid"},
+		Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning}}
+}
+
+func TestDrainAppliesPendingActionsInOrderAndRecordsThemWriteAhead(t *testing.T) {
+	byAlice := action("b-suspend", v1alpha1.ActionSuspend, t0, "")
+	byAlice.Labels = map[string]string{labelCreator: "alice"}
+	other := action("for-another-workflow", v1alpha1.ActionTerminate, t0, "")
+	other.Spec.WorkflowRef.Name = "other"
+	d := drainerOver(t,
+		action("0-suspend-later", v1alpha1.ActionSuspend, t0.Add(time.Second), ""), // later, though first by name
+		byAlice,
+		action("a-resume", v1alpha1.ActionResume, t0, ""), // same time as b-suspend: first by name
+		action("done", v1alpha1.ActionTerminate, t0, v1alpha1.PhaseSucceeded),
+		action("replayed", v1alpha1.ActionTerminate, t0, ""),
+		other,
+	)
+	wf := running()
+	ext := &extstatus.Extensions{AppliedActions: []extstatus.AppliedAction{
+		{UID: "replayed-uid", Name: "replayed", Outcome: string(v1alpha1.PhaseSucceeded), Reason: ReasonApplied, Message: "workflow terminating"},
+		{UID: "gone-uid", Name: "gone", Outcome: string(v1alpha1.PhaseSucceeded), Reason: ReasonApplied},
+	}}
+
+	recordFull, err := d.Drain(context.Background(), "ns/w", wf, ext, t0)
+	if err != nil || recordFull {
+		t.Fatalf("Drain = (%v, %v), want (false, nil)", recordFull, err)
+	}
+	var got []string
+	for _, r := range ext.AppliedActions {
+		got = append(got, fmt.Sprintf("%s %s %s", r.Name, r.Outcome, r.Reason))
+	}
+	want := []string{
+		"replayed Succeeded Applied", // recorded before a crash: kept for Report, not applied again
+		"a-resume Failed NothingToResume",
+		"b-suspend Succeeded Applied",
+		"0-suspend-later Failed NothingToSuspend",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("appliedActions = %q, want %q (in order; the gone action's record pruned, the terminal one unrecorded)", got, want)
+	}
+	if ext.Shutdown != "" {
+		t.Errorf("shutdown = %q: a recorded action or another workflow's was applied", ext.Shutdown)
+	}
+	if ext.Suspended == nil || !*ext.Suspended {
+		t.Errorf("the workflow is not suspended")
+	}
+	if wf.Labels[labelAction] != v1alpha1.ActionSuspend || wf.Labels[labelActor] != "alice" {
+		t.Errorf("actor labels = %v, want the succeeded Suspend by alice", wf.Labels)
+	}
+}
+
+func TestDrainAppliesNothingMoreWhileTheRecordIsFull(t *testing.T) {
+	var list []*v1alpha1.WorkflowAction
+	ext := &extstatus.Extensions{}
+	for i := range maxAppliedActions {
+		a := action(fmt.Sprintf("a%03d", i), v1alpha1.ActionSuspend, t0, "")
+		list = append(list, a)
+		ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{UID: a.UID, Name: a.Name, Outcome: string(v1alpha1.PhaseSucceeded), Reason: ReasonApplied})
+	}
+	list = append(list, action("waiting", v1alpha1.ActionTerminate, t0.Add(time.Second), ""))
+	wf := running()
+
+	recordFull, err := drainerOver(t, list...).Drain(context.Background(), "ns/w", wf, ext, t0)
+	if err != nil || !recordFull {
+		t.Fatalf("Drain = (%v, %v), want (true, nil)", recordFull, err)
+	}
+	if len(ext.AppliedActions) != maxAppliedActions || ext.Shutdown != "" {
+		t.Errorf("%d records, shutdown %q: want the %d records kept and the waiting Terminate not applied", len(ext.AppliedActions), ext.Shutdown, maxAppliedActions)
+	}
+}
+
+func TestPruneKeepsOnlyRecordsOfActionsStillPending(t *testing.T) {
+	records := []extstatus.AppliedAction{{UID: "pending-uid"}, {UID: "done-uid"}, {UID: "gone-uid"}}
+	got := pruneApplied(records, []*v1alpha1.WorkflowAction{
+		action("pending", v1alpha1.ActionSuspend, t0, v1alpha1.PhasePending),
+		action("done", v1alpha1.ActionSuspend, t0, v1alpha1.PhaseFailed),
+	})
+	if len(got) != 1 || got[0].UID != "pending-uid" {
+		t.Errorf("pruned to %v, want only the pending action's record", got)
+	}
+	if got := pruneApplied(records[1:], nil); got != nil {
+		t.Errorf("pruned to %v, want nil (an idle workflow has no appliedActions at all)", got)
+	}
+}
+
+func TestTheActionLabelIsBounded(t *testing.T) {
+	for action, want := range map[string]string{
+		v1alpha1.ActionSuspend: "Suspend", v1alpha1.ActionResume: "Resume", v1alpha1.ActionStop: "Stop",
+		v1alpha1.ActionTerminate: "Terminate", "Retry": actionUnknown, "": actionUnknown,
+	} {
+		if got := actionLabel(action); got != want {
+			t.Errorf("actionLabel(%q) = %q, want %q", action, got, want)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package actions
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+)
+
+// actionUnknown is the action label of every spec.action that is not one of the four.
+const actionUnknown = "Unknown"
+
+// Metrics are the action seam's counters (docs/metrics.md).
+type Metrics struct {
+	outcomes *prometheus.CounterVec
+	expired  prometheus.Counter
+}
+
+// NewMetrics registers the action metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_actions_total",
+			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Unknown), phase and reason."},
+			[]string{"action", "phase", "reason"}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
+			Help: "Terminal WorkflowActions deleted after their TTL."}),
+	}
+	for _, c := range []prometheus.Collector{m.outcomes, m.expired} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering action metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// actionLabel bounds the metric's cardinality: unknown action values share one label.
+func actionLabel(action string) string {
+	switch action {
+	case v1alpha1.ActionSuspend, v1alpha1.ActionResume, v1alpha1.ActionStop, v1alpha1.ActionTerminate:
+		return action
+	}
+	return actionUnknown
+}
