@@ -146,6 +146,14 @@ func (c *Controller) Stop() {
 	<-c.done
 }
 
+// Controller is the running controller (the latest, for a restarting one): package controller's own tests
+// reach its test hooks (controller/export_test.go) through it.
+func (c *Controller) Controller() *controller.Controller {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current.Controller
+}
+
 // Registry is the metrics registry of the running controller (the latest, for a restarting one); nil when
 // the options named their own.
 func (c *Controller) Registry() *prometheus.Registry {
