@@ -1,7 +1,6 @@
-package controller
+package controller_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,21 +11,18 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // Every informer passes through both fault seams, and the controller still finishes workflows when its
 // workflow watch is reset, a pod event is dropped, task-result events come late and pod handlers hear late.
 func TestInformerFaultsReachEveryInformerAndWorkflowsStillComplete(t *testing.T) {
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "seams")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := harness.Namespace(t, cp.Config(), "seams")
 	rules, err := faultinject.ParseRules(strings.NewReader(
 		"relist informer resource=workflows : 1*reset->off\n"+
 			"lose-pod informer resource=pods : 1*drop->off\n"+
@@ -36,10 +32,11 @@ func TestInformerFaultsReachEveryInformerAndWorkflowsStillComplete(t *testing.T)
 		t.Fatal(err)
 	}
 	in := faultinject.NewInjector(rules, 7, nil)
-	defer in.Close()
+	// Registered before the harness's cleanup, so it runs after it: the injector outlives the controller.
+	t.Cleanup(in.Close)
 	var mu sync.Mutex
 	var wrapped, handled []string
-	ctrl, err := New(cp.Config(), Options{Namespace: ns, Workers: 4, StatusFinalizer: true, Registry: prometheus.NewRegistry(),
+	run := harness.Start(t, cp.Config(), controller.Options{Namespace: ns, Workers: 4, StatusFinalizer: true,
 		Logger: slog.New(slog.DiscardHandler),
 		WrapListWatch: func(resource string, lw cache.ListerWatcher) cache.ListerWatcher {
 			mu.Lock()
@@ -53,37 +50,17 @@ func TestInformerFaultsReachEveryInformerAndWorkflowsStillComplete(t *testing.T)
 			handled = append(handled, resource)
 			return in.WrapHandler(resource, h)
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, simnode.Options{Namespace: ns})
+	// Start has returned from controller.New, which applies the seams to each informer.
+	mu.Lock()
 	slices.Sort(wrapped)
 	slices.Sort(handled)
 	all := []string{"pods", "workflowactions", "workflows", "workflowtaskresults"}
 	if !slices.Equal(wrapped, all) || !slices.Equal(handled, all) {
 		t.Errorf("list-watch seam saw %v and handler seam %v, want each of %v once", wrapped, handled, all)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	node, err := simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns})
-	if err != nil {
-		cancel()
-		wg.Wait()
-		t.Fatal(err)
-	}
-	defer func() {
-		node.Stop()
-		cancel()
-		wg.Wait()
-	}()
-	h := &harness{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), ctrl: ctrl}
+	mu.Unlock()
+	h := &env{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), run: run}
 	for i := range 3 {
 		h.submit(fmt.Sprintf(fanOut, fmt.Sprintf("faulted-%d", i)))
 	}

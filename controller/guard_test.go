@@ -1,18 +1,15 @@
-package controller
+package controller_test
 
 import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,21 +17,23 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t *testing.T) {
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "guard")
-	if err != nil {
-		t.Fatal(err)
+	ns := harness.Namespace(t, cp.Config(), "guard")
+	// The workers are held at their gate: no pass writes these workflows, so what the test sees is what
+	// MarkError (a panicked pass's handling) wrote, or left alone.
+	points := faultinject.NewPoints()
+	points.Pause(faultinject.PointWorker)
+	run := harness.StartController(t, cp.Config(), controller.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler), Points: points})
+	c := run.Controller()
+	completedErrors := func(t *testing.T) float64 {
+		return counter(t, run.Registry(), "wfguard_workflows_completed_total", "phase", string(wfv1.WorkflowError))
 	}
-	c, err := New(cp.Config(), Options{Namespace: ns, Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.events.Shutdown()
-	defer c.queue.ShutDown() // New starts the delaying queue; Run is what would end it
 	argo := versioned.NewForConfigOrDie(cp.Config())
 	const msg = "the controller panicked reconciling this workflow: boom"
 	cases := []struct {
@@ -60,8 +59,8 @@ func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := testutil.ToFloat64(c.metrics.completed.WithLabelValues(string(wfv1.WorkflowError)))
-			marked, err := c.markError(t.Context(), ns+"/"+wf.Name, msg)
+			before := completedErrors(t)
+			marked, err := c.MarkError(t.Context(), ns+"/"+wf.Name, msg)
 			if err != nil || marked != tc.wantMarked {
 				t.Fatalf("markError = %v, %v; want %v, nil", marked, err, tc.wantMarked)
 			}
@@ -72,7 +71,7 @@ func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t
 			if got.Status.Phase != tc.wantPhase {
 				t.Errorf("phase = %s, want %s", got.Status.Phase, tc.wantPhase)
 			}
-			counted := testutil.ToFloat64(c.metrics.completed.WithLabelValues(string(wfv1.WorkflowError))) - before
+			counted := completedErrors(t) - before
 			if tc.wantMarked {
 				if got.Status.Message != msg || got.Labels[common.LabelKeyCompleted] != "true" || got.Labels[common.LabelKeyPhase] != "Error" || got.Status.FinishedAt.IsZero() {
 					t.Errorf("marked workflow: message %q, labels %v, finishedAt %v", got.Status.Message, got.Labels, got.Status.FinishedAt)
@@ -88,7 +87,7 @@ func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t
 		})
 	}
 	t.Run("a deleted workflow is not marked and not an error", func(t *testing.T) {
-		if marked, err := c.markError(t.Context(), ns+"/gone", msg); marked || err != nil {
+		if marked, err := c.MarkError(t.Context(), ns+"/gone", msg); marked || err != nil {
 			t.Errorf("markError = %v, %v; want false, nil", marked, err)
 		}
 	})
@@ -97,10 +96,7 @@ func TestAPanickedPassErrorsOnlyARunningWorkflowAndNeverRewritesAStoredOutcome(t
 // A controller that may not update workflows cannot record a panic: the key is retried with per-key backoff
 // (AddRateLimited), never in a hot loop, and the workflow is left as it was.
 func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "guard")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := harness.Namespace(t, cp.Config(), "guard")
 	kube := kubernetes.NewForConfigOrDie(cp.Config())
 	user := "wfguard-without-update-" + ns
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{{
@@ -126,22 +122,8 @@ func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	registry := prometheus.NewRegistry()
-	c, err := New(config, Options{Namespace: ns, Workers: 2, Registry: registry, Logger: slog.New(slog.DiscardHandler),
-		Hooks: Hooks{BeforePersist: func(string) { panic("injected") }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := c.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+	run := harness.StartController(t, config, controller.Options{Namespace: ns, Workers: 2, Logger: slog.New(slog.DiscardHandler),
+		Hooks: controller.Hooks{BeforePersist: func(string) { panic("injected") }}})
 
 	argo := versioned.NewForConfigOrDie(cp.Config())
 	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "unrecordable", Namespace: ns},
@@ -152,11 +134,11 @@ func TestAPanicThatCannotBeRecordedIsRetriedWithBackoff(t *testing.T) {
 	key := ns + "/" + wf.Name
 	// Three panics: the key came back after each failed Error write, through the rate limiter.
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return testutil.ToFloat64(c.metrics.reconciles.WithLabelValues(resultPanic)) >= 3, nil
+		return counter(t, run.Registry(), "wfguard_reconcile_total", "result", "panic") >= 3, nil
 	}); err != nil {
 		t.Fatalf("the panicking key was not retried: %v", err)
 	}
-	if n := c.queue.NumRequeues(key); n < 2 {
+	if n := run.Controller().Requeues(key); n < 2 {
 		t.Errorf("requeues through the rate limiter = %d, want ≥ 2 (backoff, not an immediate Add)", n)
 	}
 	got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), wf.Name, metav1.GetOptions{})

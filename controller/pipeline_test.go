@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,62 +21,45 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
+// cp serves every test of the package's one test binary: these external tests (controller_test), which
+// start wfguard through test/harness, and the internal unit tests, which need no control plane.
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
 }
 
-type harness struct {
-	t        *testing.T
-	ns       string
-	argo     versioned.Interface
-	ctrl     *Controller
-	registry *prometheus.Registry
+var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
+
+// env is one test's namespace with its controller and simulated node (test/harness).
+type env struct {
+	t    *testing.T
+	ns   string
+	argo versioned.Interface
+	run  *harness.Env
 }
 
 // start runs a controller and a simulated node in a fresh namespace until the test ends.
-func start(t *testing.T, workers int, hooks Hooks, script simnode.Script) *harness {
+func start(t *testing.T, workers int, hooks controller.Hooks, script simnode.Script) *env {
 	t.Helper()
-	ns, err := controlplane.CreateNamespace(t.Context(), cp.Config(), "ctrl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), registry: prometheus.NewRegistry()}
-	h.ctrl, err = New(cp.Config(), Options{Namespace: ns, Workers: workers, StatusFinalizer: true, Hooks: hooks,
-		Registry: h.registry, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := h.ctrl.Run(ctx); err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	}()
-	node, err := simnode.Start(ctx, simnode.Options{Config: cp.Config(), Namespace: ns, Script: script})
-	if err != nil {
-		cancel()
-		wg.Wait()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		node.Stop()
-		cancel()
-		wg.Wait()
-	})
+	ns := harness.Namespace(t, cp.Config(), "ctrl")
+	h := &env{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config())}
+	h.run = harness.Start(t, cp.Config(), controller.Options{Namespace: ns, Workers: workers, StatusFinalizer: true, Hooks: hooks,
+		Logger: slog.New(slog.DiscardHandler)}, simnode.Options{Namespace: ns, Script: script})
 	return h
 }
 
-func (h *harness) submit(manifest string) *wfv1.Workflow {
+// ctrl is the running controller, for its test hooks (export_test.go).
+func (h *env) ctrl() *controller.Controller { return h.run.Controller.Controller() }
+
+func (h *env) submit(manifest string) *wfv1.Workflow {
 	h.t.Helper()
 	wf := &wfv1.Workflow{}
 	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
@@ -91,25 +73,43 @@ func (h *harness) submit(manifest string) *wfv1.Workflow {
 }
 
 // counter sums every series of a counter in the controller's registry (0 when it has none yet).
-func (h *harness) counter(name string) float64 {
+func (h *env) counter(name string) float64 {
 	h.t.Helper()
-	families, err := h.registry.Gather()
+	return counter(h.t, h.run.Controller.Registry(), name)
+}
+
+// counter sums the series of the counter name in reg whose labels include each pair of labels (name,
+// value, ...); 0 when there is none yet. Tests read the controller's metrics as /metrics shows them, by
+// name, rather than through its private fields.
+func counter(t testing.TB, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatalf("gathering metrics: %v", err)
 	}
 	sum := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range f.GetMetric() {
+			has := map[string]string{}
+			for _, l := range m.GetLabel() {
+				has[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if has[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
 			sum += m.GetCounter().GetValue()
 		}
 	}
 	return sum
 }
 
-func (h *harness) waitCompleted(name string) *wfv1.Workflow {
+func (h *env) waitCompleted(name string) *wfv1.Workflow {
 	h.t.Helper()
 	var last *wfv1.Workflow
 	err := wait.PollUntilContextTimeout(h.t.Context(), 25*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -146,7 +146,7 @@ func TestTwoWorkersNeverReconcileTheSameKeyAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	inFlight := map[string]bool{}
 	overlaps, concurrent, maxConcurrent := 0, 0, 0
-	hooks := Hooks{
+	hooks := controller.Hooks{
 		ReconcileStart: func(key string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -194,9 +194,9 @@ func TestTwoWorkersNeverReconcileTheSameKeyAtOnce(t *testing.T) {
 
 func TestAConflictOnPersistReappliesWithoutLosingAnyUpdate(t *testing.T) {
 	var once sync.Once
-	var h *harness
+	var h *env
 	var conflictErr error
-	hooks := Hooks{BeforePersist: func(key string) {
+	hooks := controller.Hooks{BeforePersist: func(key string) {
 		// A user edits the workflow between our read and our write, once the workflow has nodes.
 		wf, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(context.Background(), strings.Split(key, "/")[1], metav1.GetOptions{})
 		if err != nil || len(wf.Status.Nodes) == 0 {
@@ -219,16 +219,16 @@ func TestAConflictOnPersistReappliesWithoutLosingAnyUpdate(t *testing.T) {
 	if done.Labels["edited-by"] != "user" {
 		t.Errorf("the user's concurrent edit was lost: labels %v", done.Labels)
 	}
-	if got := testutil.ToFloat64(h.ctrl.metrics.persists.WithLabelValues(persistConflict)); got < 1 {
+	if got := counter(t, h.run.Controller.Registry(), "wfguard_workflow_persist_total", "outcome", "conflict"); got < 1 {
 		t.Errorf("persist conflicts = %v, want at least 1 (the test did not cause one)", got)
 	}
-	if got := testutil.ToFloat64(h.ctrl.metrics.persists.WithLabelValues(persistReapplied)); got < 1 {
+	if got := counter(t, h.run.Controller.Registry(), "wfguard_workflow_persist_total", "outcome", "reapplied"); got < 1 {
 		t.Errorf("re-applied persists = %v, want at least 1", got)
 	}
 }
 
 func TestAStaleCacheCopyIsSkippedQuietly(t *testing.T) {
-	h := start(t, 2, Hooks{}, simnode.Script{})
+	h := start(t, 2, controller.Hooks{}, simnode.Script{})
 	// A workflow that goes quiet after its first write: nothing but an indefinite suspend.
 	wf := h.submit(`
 metadata: {name: stale}
@@ -242,14 +242,12 @@ spec:
 	// Wait until the controller has written the workflow at least once.
 	var written *unstructured.Unstructured
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		obj, ok, _ := h.ctrl.inf.workflows.GetIndexer().GetByKey(key)
+		obj, ok, _ := h.ctrl().WorkflowCache().GetByKey(key)
 		if !ok {
 			return false, nil
 		}
 		u := obj.(*unstructured.Unstructured)
-		h.ctrl.writtenMu.Lock()
-		last := h.ctrl.written[u.GetUID()]
-		h.ctrl.writtenMu.Unlock()
+		last := h.ctrl().LastWritten(u.GetUID())
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		if last != "" && last == u.GetResourceVersion() && phase == string(wfv1.WorkflowRunning) {
 			written = u
@@ -265,18 +263,18 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ctrl.inf.workflows.GetStore().Update(old); err != nil {
+	if err := h.ctrl().WorkflowCache().Update(old); err != nil {
 		t.Fatal(err)
 	}
-	before := testutil.ToFloat64(h.ctrl.metrics.staleSkips)
-	requeue, err := h.ctrl.reconcile(t.Context(), key)
+	before := h.counter("wfguard_stale_cache_skips_total")
+	requeue, err := h.ctrl().Reconcile(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if requeue != staleRequeue {
-		t.Errorf("requeue = %s, want the quiet stale requeue %s", requeue, staleRequeue)
+	if requeue != controller.StaleRequeue {
+		t.Errorf("requeue = %s, want the quiet stale requeue %s", requeue, controller.StaleRequeue)
 	}
-	if got := testutil.ToFloat64(h.ctrl.metrics.staleSkips) - before; got != 1 {
+	if got := h.counter("wfguard_stale_cache_skips_total") - before; got != 1 {
 		t.Errorf("stale skips grew by %v, want 1", got)
 	}
 	latest, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
@@ -289,15 +287,17 @@ spec:
 }
 
 func TestExtensionStatusFieldsSurviveTheControllersWrites(t *testing.T) {
-	h := start(t, 2, Hooks{}, simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}})
+	h := start(t, 2, controller.Hooks{}, simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}})
 	wf := h.submit(fmt.Sprintf(fanOut, "extended"))
 	// A field argo's types lack, as another wfguard version would have written it; the controller keeps it.
 	patch := `{"status":{"suspended":false}}`
 	if _, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Patch(t.Context(), wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Read as the controller does, untyped, so that a field argo's types lack is seen if it is there.
+	client := newDynamic(t)
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		u, err := h.ctrl.dynamic.Resource(workflowsResource).Namespace(h.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		u, err := client.Resource(workflowsResource).Namespace(h.ns).Get(ctx, wf.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -312,7 +312,7 @@ func TestExtensionStatusFieldsSurviveTheControllersWrites(t *testing.T) {
 }
 
 func TestTheControllerRefusesAWorkflowCRDThatWouldPruneItsStatusFields(t *testing.T) {
-	if err := CheckWorkflowCRD(t.Context(), newDynamic(t)); err != nil {
+	if err := controller.CheckWorkflowCRD(t.Context(), newDynamic(t)); err != nil {
 		t.Errorf("argo's minimal CRD preserves unknown status fields, but the check refused it: %v", err)
 	}
 }
