@@ -269,6 +269,14 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 	if err := argo.ArgoprojV1alpha1().Workflows(nsA).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The test deletes the old workflow's pods as the garbage collector would (see
+	// TestDeletingARunningWorkflowReleasesAllItsPods: the real one may still be busy with earlier tests' garbage).
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	for _, pod := range podsIn(t.Context(), nsA) {
+		if err := kube.CoreV1().Pods(nsA).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
 	waitUntil(t, "the old workflow gone and its pods terminating", time.Minute, func(ctx context.Context) bool {
 		_, err := argo.ArgoprojV1alpha1().Workflows(nsA).Get(ctx, old.Name, metav1.GetOptions{})
 		pods := podsIn(ctx, nsA)
@@ -281,7 +289,6 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 		return err != nil && terminating == 2
 	})
 	renewed := submit(t, nsA, fmt.Sprintf(threeSteps, "same-name"))
-	kube := kubernetes.NewForConfigOrDie(cp.Config())
 	newPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "same-name-new", Finalizers: []string{common.FinalizerPodStatus},
 			Labels:          map[string]string{common.LabelKeyWorkflow: "same-name"},
