@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wfguard/wfguard/test/bench"
+	"github.com/wfguard/wfguard/bench"
 )
 
 func main() {

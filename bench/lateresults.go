@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
-	"github.com/wfguard/wfguard/test/workload"
 )
 
 // LateResultsResult is the throughput workload with the controller's task-result watch events delayed.

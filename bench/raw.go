@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
-	"github.com/wfguard/wfguard/test/workload"
 )
 
 // rawRun does the throughput workload without the controller: per node it creates the pod argoexec

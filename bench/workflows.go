@@ -8,8 +8,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/sandbox/simnode"
-	"github.com/wfguard/wfguard/test/workload"
 )
 
 // stepScript makes every simulated pod report its output parameter.

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/wfguard/wfguard/test/workload"
+	"github.com/wfguard/wfguard/bench/workload"
 )
 
 // MemoryResult is the controller process's memory with its caches full of workflows.

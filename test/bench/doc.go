@@ -1,2 +1,0 @@
-// Package bench measures the controller against the control plane's own limit and reports the numbers.
-package bench
