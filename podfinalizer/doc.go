@@ -1,2 +1,2 @@
-// Package podfinalizer adds and releases the workflows.argoproj.io/status pod finalizer and sweeps orphaned pods.
+// Package podfinalizer releases the workflows.argoproj.io/status pod finalizer (podspec adds it) and sweeps orphaned pods.
 package podfinalizer
