@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools test lint vet fmt-check build demo up generate bench chaos
+.PHONY: all tools argo-tools test compat lint vet fmt-check build demo up generate bench chaos
 
 all: build
 
@@ -13,9 +13,19 @@ build:
 tools:
 	hack/tools/build.sh
 
+## argo-tools: build stock argo's workflow-controller (the oracle of issue #16) into bin/ from the module
+## proxy (cold ~10 min on 2 cores; a no-op when current). Not part of tools: make test does not need it.
+argo-tools:
+	hack/tools/build.sh argo
+
 ## test: unit + integration tests on a real control plane (builds the tools if missing or stale)
 test: tools
 	$(GO) test $(TEST_FLAGS) ./...
+
+## compat: run workflows under stock argo's workflow-controller on an embedded control plane (build tag compat)
+COMPAT_FLAGS ?= -count=1 -timeout=20m
+compat: tools argo-tools
+	$(GO) test -tags compat $(COMPAT_FLAGS) ./compat/...
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
 demo: tools

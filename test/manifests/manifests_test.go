@@ -252,17 +252,26 @@ func TestDefaultKustomization(t *testing.T) {
 			}
 		}
 	})
-	t.Run("config/crd/kustomization.yaml lists every CRD manifest in config/crd", func(t *testing.T) {
-		dir := filepath.Join(root, "config/crd")
-		listed := readKustomization(t, dir)
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(listed, name) {
-				t.Errorf("config/crd/kustomization.yaml does not list %s", name)
+	for _, rel := range []string{"config/crd", "config/crd/argo"} {
+		t.Run(rel+"/kustomization.yaml lists every CRD manifest in "+rel, func(t *testing.T) {
+			dir := filepath.Join(root, rel)
+			listed := readKustomization(t, dir)
+			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			if err != nil {
+				t.Fatal(err)
 			}
+			for _, f := range files {
+				if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(listed, name) {
+					t.Errorf("%s/kustomization.yaml does not list %s", rel, name)
+				}
+			}
+		})
+	}
+	// Argo's other four CRDs are for running stock argo (the oracle of make compat); wfguard does not serve
+	// them, so installing wfguard must not create them (nothing would reconcile a CronWorkflow).
+	t.Run("config/crd does not install argo's CRDs that wfguard does not serve", func(t *testing.T) {
+		if listed := readKustomization(t, filepath.Join(root, "config/crd")); slices.Contains(listed, "argo") {
+			t.Errorf("config/crd/kustomization.yaml resources = %v, include argo", listed)
 		}
 	})
 }
