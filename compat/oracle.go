@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 const (
@@ -55,13 +55,11 @@ type OracleOptions struct {
 	LogPath string
 }
 
-// Oracle is a running stock argo workflow-controller.
+// Oracle is a running stock argo workflow-controller: a controlplane.Process (Pid, Exited, LogPath, LogTail)
+// with the temp dir of its log.
 type Oracle struct {
-	cmd     *exec.Cmd
-	logPath string
+	*controlplane.Process
 	tempDir string
-	done    chan struct{}
-	waitErr error
 }
 
 // StartOracle creates argo's ConfigMap in opts.Namespace and starts bin/workflow-controller against the
@@ -95,91 +93,33 @@ func StartOracle(ctx context.Context, config *rest.Config, opts OracleOptions) (
 	if err := createConfigMap(ctx, config, opts.Namespace, opts.ConfigData); err != nil {
 		return nil, err
 	}
-	o := &Oracle{logPath: opts.LogPath, done: make(chan struct{})}
-	if o.logPath == "" {
+	o := &Oracle{}
+	logPath := opts.LogPath
+	if logPath == "" {
 		if o.tempDir, err = os.MkdirTemp("", "wfguard-oracle-"); err != nil {
 			return nil, fmt.Errorf("starting argo's workflow-controller: %w", err)
 		}
-		o.logPath = filepath.Join(o.tempDir, "workflow-controller.log")
+		logPath = filepath.Join(o.tempDir, "workflow-controller.log")
 	}
-	logFile, err := os.Create(o.logPath)
+	o.Process, err = controlplane.StartProcess("argo's workflow-controller", binary, logPath, []string{
+		"--kubeconfig=" + opts.Kubeconfig, "--namespace=" + opts.Namespace,
+		"--namespaced", "--managed-namespace=" + opts.Namespace, "--configmap=" + ConfigMapName,
+		"--executor-image=" + opts.ExecutorImage, "--workflow-workers=" + strconv.Itoa(opts.Workers),
+		"--qps=" + strconv.FormatFloat(float64(opts.QPS), 'f', -1, 32), "--burst=" + strconv.Itoa(opts.Burst),
+		"--loglevel=info", "--log-format=text",
+	}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LEADER_ELECTION_DISABLE=true"})
 	if err != nil {
 		o.removeTemp()
-		return nil, fmt.Errorf("creating argo's log file: %w", err)
+		return nil, err
 	}
-	o.cmd = exec.Command(binary,
-		"--kubeconfig="+opts.Kubeconfig, "--namespace="+opts.Namespace,
-		"--namespaced", "--managed-namespace="+opts.Namespace, "--configmap="+ConfigMapName,
-		"--executor-image="+opts.ExecutorImage, "--workflow-workers="+strconv.Itoa(opts.Workers),
-		"--qps="+strconv.FormatFloat(float64(opts.QPS), 'f', -1, 32), "--burst="+strconv.Itoa(opts.Burst),
-		"--loglevel=info", "--log-format=text")
-	o.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LEADER_ELECTION_DISABLE=true"}
-	o.cmd.Stdout, o.cmd.Stderr = logFile, logFile
-	o.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := o.cmd.Start(); err != nil {
-		logFile.Close()
-		o.removeTemp()
-		return nil, fmt.Errorf("starting argo's workflow-controller (%s): %w", binary, err)
-	}
-	go func() {
-		o.waitErr = o.cmd.Wait()
-		logFile.Close()
-		close(o.done)
-	}()
 	return o, nil
-}
-
-// Pid is the controller's process ID (also its process group's).
-func (o *Oracle) Pid() int { return o.cmd.Process.Pid }
-
-// LogPath is the file holding the controller's output.
-func (o *Oracle) LogPath() string { return o.logPath }
-
-// Exited reports whether the controller has exited, and how.
-func (o *Oracle) Exited() (bool, error) {
-	select {
-	case <-o.done:
-		return true, o.waitErr
-	default:
-		return false, nil
-	}
-}
-
-// LogTail returns the last n lines of the controller's output.
-func (o *Oracle) LogTail(n int) string {
-	data, err := os.ReadFile(o.logPath)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(bytes.ToValidUTF8(data, nil)), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Stop terminates the controller's process group (SIGTERM, then SIGKILL after 10s) and removes the temp
 // dir holding its log, if StartOracle made one. It is safe to call more than once.
 func (o *Oracle) Stop() error {
 	defer o.removeTemp()
-	if exited, _ := o.Exited(); exited {
-		return nil
-	}
-	_ = syscall.Kill(-o.Pid(), syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-o.Pid(), syscall.SIGKILL)
-		select {
-		case <-o.done:
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("argo's workflow-controller (pid %d) did not exit after SIGKILL", o.Pid())
-		}
-	}
-	if err := syscall.Kill(-o.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("killing what is left of argo's process group: %w", err)
-	}
-	return nil
+	return o.Process.Stop(10 * time.Second)
 }
 
 func (o *Oracle) removeTemp() {

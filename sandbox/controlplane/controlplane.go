@@ -42,9 +42,9 @@ type Options struct {
 type ControlPlane struct {
 	dir       string
 	opts      Options
-	etcd      *process
-	apiserver *process
-	kcm       *process
+	etcd      *Process
+	apiserver *Process
+	kcm       *Process
 	config    *rest.Config
 	// Kubeconfig is a kubeconfig file for the admin user, usable by kubectl and child processes.
 	Kubeconfig string
@@ -142,13 +142,13 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	cp.etcd, err = startProcess("etcd", etcdBin, filepath.Join(dir, "etcd.log"), []string{
+	cp.etcd, err = StartProcess("etcd", etcdBin, filepath.Join(dir, "etcd.log"), []string{
 		"--name=default", "--data-dir=" + filepath.Join(dir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL, "--unsafe-no-fsync=true",
 		"--listen-metrics-urls=", "--log-level=warn",
-	})
+	}, nil)
 	if err != nil {
 		return cp, err
 	}
@@ -172,7 +172,7 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 	}
 	apiPort := ports[2]
 	certDir := filepath.Join(dir, "certs")
-	cp.apiserver, err = startProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), []string{
+	cp.apiserver, err = StartProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), []string{
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
 		"--etcd-servers=" + etcdURL, "--cert-dir=" + certDir,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -181,7 +181,7 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"), "--anonymous-auth=false",
 		"--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
-	})
+	}, nil)
 	if err != nil {
 		return cp, err
 	}
@@ -224,13 +224,13 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		}
 	}
 	if kcmBin != "" {
-		cp.kcm, err = startProcess("kube-controller-manager", kcmBin, filepath.Join(dir, "kube-controller-manager.log"), []string{
+		cp.kcm, err = StartProcess("kube-controller-manager", kcmBin, filepath.Join(dir, "kube-controller-manager.log"), []string{
 			"--kubeconfig=" + cp.Kubeconfig, "--authentication-kubeconfig=" + cp.Kubeconfig,
 			"--authorization-kubeconfig=" + cp.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
 			"--leader-elect=false", "--controllers=garbagecollector,namespace,serviceaccount",
 			"--service-account-private-key-file=" + filepath.Join(dir, "sa.key"),
 			"--use-service-account-credentials=false",
-		})
+		}, nil)
 		if err != nil {
 			return cp, err
 		}
@@ -247,7 +247,7 @@ func (cp *ControlPlane) Dir() string { return cp.dir }
 // Pids lists the process IDs of the running components.
 func (cp *ControlPlane) Pids() []int {
 	var pids []int
-	for _, p := range []*process{cp.etcd, cp.apiserver, cp.kcm} {
+	for _, p := range []*Process{cp.etcd, cp.apiserver, cp.kcm} {
 		if p != nil {
 			pids = append(pids, p.Pid())
 		}
@@ -261,12 +261,12 @@ func (cp *ControlPlane) Stop() error {
 	begin := time.Now()
 	var errs []error
 	var pids []int
-	for _, p := range []*process{cp.kcm, cp.apiserver, cp.etcd} {
+	for _, p := range []*Process{cp.kcm, cp.apiserver, cp.etcd} {
 		if p == nil {
 			continue
 		}
 		pids = append(pids, p.Pid())
-		if err := p.stop(15 * time.Second); err != nil {
+		if err := p.Stop(15 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -285,7 +285,7 @@ func (cp *ControlPlane) Stop() error {
 }
 
 // waitFor polls ready until it holds, the process exits, ctx ends or timeout passes.
-func waitFor(ctx context.Context, p *process, timeout time.Duration, ready func(*http.Client) bool, c *http.Client) error {
+func waitFor(ctx context.Context, p *Process, timeout time.Duration, ready func(*http.Client) bool, c *http.Client) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -301,7 +301,7 @@ func waitFor(ctx context.Context, p *process, timeout time.Duration, ready func(
 			return fmt.Errorf("%s not ready: %w", p.name, ctx.Err())
 		case <-deadline.C:
 			return fmt.Errorf("%s not ready after %s (the machine may be overloaded; raise Options.ReadyTimeout); last log lines:\n%s",
-				p.name, timeout, p.logTail(15))
+				p.name, timeout, p.LogTail(15))
 		case <-tick.C:
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// process is one child of the control plane. Children run in their own process group and die with the
-// test binary (Pdeathsig), so a panicking test cannot leave an apiserver behind.
-type process struct {
+// Process is a child process of the control plane (or of the compat oracle). Children run in their own
+// process group and die with their parent (Pdeathsig), so a panicking test cannot leave an apiserver behind.
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -21,12 +21,15 @@ type process struct {
 	waitErr error
 }
 
-func startProcess(name, binary, logPath string, args []string) (*process, error) {
+// StartProcess starts binary with args (and env, or the parent's environment when nil), its output going to
+// logPath.
+func StartProcess(name, binary, logPath string, args, env []string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating log file for %s: %w", name, err)
 	}
 	cmd := exec.Command(binary, args...)
+	cmd.Env = env // nil: the parent's environment
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -34,7 +37,7 @@ func startProcess(name, binary, logPath string, args []string) (*process, error)
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
@@ -44,19 +47,28 @@ func startProcess(name, binary, logPath string, args []string) (*process, error)
 }
 
 // Pid is the child's process ID (also its process group ID).
-func (p *process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-func (p *process) exited() bool {
+func (p *Process) exited() bool {
+	exited, _ := p.Exited()
+	return exited
+}
+
+// Exited reports whether the process has exited, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
-		return true
+		return true, p.waitErr
 	default:
-		return false
+		return false, nil
 	}
 }
 
-// stop asks the process group to terminate and kills it after grace.
-func (p *process) stop(grace time.Duration) error {
+// LogPath is the file holding the process's output.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Stop asks the process group to terminate and kills it after grace. It is safe to call more than once.
+func (p *Process) Stop(grace time.Duration) error {
 	if p.exited() {
 		return nil
 	}
@@ -78,8 +90,8 @@ func (p *process) stop(grace time.Duration) error {
 	return nil
 }
 
-// logTail returns the last n lines of the process log, for error messages.
-func (p *process) logTail(n int) string {
+// LogTail returns the last n lines of the process log, for error messages.
+func (p *Process) LogTail(n int) string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
@@ -92,8 +104,8 @@ func (p *process) logTail(n int) string {
 }
 
 // exitError describes an early exit, naming a port clash when the log shows one.
-func (p *process) exitError() error {
-	tail := p.logTail(15)
+func (p *Process) exitError() error {
+	tail := p.LogTail(15)
 	if strings.Contains(tail, "address already in use") {
 		return &portInUseError{name: p.name, tail: tail}
 	}
