@@ -34,6 +34,7 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
@@ -136,8 +137,7 @@ type Controller struct {
 	crashed atomic.Bool
 
 	// reported remembers ignored pods already warned about.
-	reportedMu sync.Mutex
-	reported   map[string]struct{}
+	reported reportonce.Keys
 
 	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
 	writtenMu sync.Mutex
@@ -185,7 +185,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		opts.Registry = prometheus.NewRegistry()
 	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
-		reported: map[string]struct{}{}, deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
+		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)

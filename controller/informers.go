@@ -306,7 +306,7 @@ func (c *Controller) ours(owner podidentity.Owner, node *wfv1.NodeStatus, pod *c
 	if m == podidentity.Match {
 		return true
 	}
-	if c.firstReport(string(pod.UID) + "/ignored/" + string(m)) {
+	if c.reported.First(string(pod.UID) + "/ignored/" + string(m)) {
 		c.metrics.ignoredPods.WithLabelValues(string(m)).Inc()
 		c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonPodIgnored,
 			"Pod claims workflow %s/%s (UID %s) but is not the pod the controller created for it (%s); ignored, its finalizers left alone",

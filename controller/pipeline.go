@@ -245,20 +245,6 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 	}
 }
 
-// firstReport is true the first time key is seen (bounded memory: the set is reset when large).
-func (c *Controller) firstReport(key string) bool {
-	c.reportedMu.Lock()
-	defer c.reportedMu.Unlock()
-	if _, ok := c.reported[key]; ok {
-		return false
-	}
-	if len(c.reported) > 10000 {
-		c.reported = map[string]struct{}{}
-	}
-	c.reported[key] = struct{}{}
-	return true
-}
-
 // ReasonInvalidAnnotation: a wfguard annotation on the workflow could not be read; its default applies.
 const ReasonInvalidAnnotation = "InvalidAnnotation"
 

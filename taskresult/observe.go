@@ -16,6 +16,7 @@ import (
 
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/internal/reportonce"
 )
 
 // Event reasons of the task-result phase.
@@ -39,9 +40,9 @@ type Observer struct {
 	Log      *slog.Logger
 	Metrics  *Metrics
 
+	reported reportonce.Keys // ignored results already warned about
 	mu       sync.Mutex
-	reported map[string]struct{} // ignored results already warned about
-	waiting  map[string]int      // workflow key → nodes waiting for their result
+	waiting  map[string]int // workflow key → nodes waiting for their result
 }
 
 // Observation is what one pass saw of its workflow's results.
@@ -159,7 +160,7 @@ func (o *Observer) reportIgnored(wf *wfv1.Workflow, stats MergeStats) {
 	for _, ig := range stats.Ignored {
 		o.Metrics.ignoredResults.WithLabelValues(ig.Reason).Inc()
 		// Recorded at once, not with the pass's Events: ignoring changes nothing, so the pass may not write.
-		if o.firstReport(wf.Namespace + "/" + ig.Name + "/" + ig.Reason) {
+		if o.reported.First(wf.Namespace + "/" + ig.Name + "/" + ig.Reason) {
 			o.Recorder.Eventf(wf, corev1.EventTypeWarning, ReasonIgnored, "Task result %s ignored: %s", ig.Name, ignoredWhy[ig.Reason])
 		}
 	}
@@ -172,20 +173,6 @@ var ignoredWhy = map[string]string{
 	IgnoredNotAPodNode:   "its node runs no pod, so no executor reports for it; its outputs come from the controller or an action",
 	IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
 	IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
-}
-
-// firstReport is true the first time key is seen (bounded memory: the set is reset when large).
-func (o *Observer) firstReport(key string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.reported[key]; ok {
-		return false
-	}
-	if o.reported == nil || len(o.reported) > 10000 {
-		o.reported = map[string]struct{}{}
-	}
-	o.reported[key] = struct{}{}
-	return true
 }
 
 // Persisted updates the gate's metrics once a pass of workflow key is written: how long each node that

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/internal/apierror"
 )
 
 // ConfigMapSource reads the ConfigMap an artifact repository reference names.
@@ -80,7 +81,7 @@ func (e *Engine) readArtifactRepository(ctx context.Context, ref *wfv1.ArtifactR
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errNoRepository
-	case err != nil && retryable(err):
+	case err != nil && apierror.Transient(err):
 		return nil, &apiError{fmt.Errorf("reading artifact repository ConfigMap %s/%s: %w", ref.Namespace, name, err)}
 	case err != nil:
 		return nil, err

@@ -109,7 +109,7 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := e.storeWorkflowTemplateSpec(ctx, p); err != nil {
-		if retryable(err) {
+		if apierror.Transient(err) {
 			return false, fmt.Errorf("reading the workflow template of %s/%s: %w", wf.Namespace, wf.Name, err)
 		}
 		e.completeWorkflow(p, wfv1.WorkflowError, err.Error()) // argo errors the workflow with the read's error
@@ -586,7 +586,7 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 			e.waitForOldPod(p, c, taken)
 			continue
 		}
-		if retryable(err) {
+		if apierror.Transient(err) {
 			p.forgetNode(c.nodeID)
 			transient = append(transient, fmt.Errorf("creating pod %s for node %s: %w", c.pod.Name, c.nodeName, err))
 			continue
@@ -643,10 +643,6 @@ func (e *Engine) waitForOldPod(p *Pass, c podCreate, taken *PodNameTakenError) {
 func waitingForOldPod(n *wfv1.NodeStatus) bool {
 	return n.Phase == wfv1.NodePending && strings.HasPrefix(n.Message, WaitingForOldPodPrefix)
 }
-
-// retryable reports API errors worth retrying: argo's transient ones, plus an internal server error or a
-// timeout, which a healthy API server answers differently on the next try (argo fails the node on them).
-func retryable(err error) bool { return apierror.Transient(err) }
 
 // apiError is a transient API failure: the pass is retried rather than failing the workflow.
 type apiError struct{ err error }
