@@ -37,9 +37,11 @@ func Waiting(ext *extstatus.Extensions, n *wfv1.NodeStatus) bool {
 }
 
 // RecordWait records when node id began waiting for its result; an earlier record wins, so the bound
-// counts from the first pass that saw the pod end.
+// counts from the first pass that saw the pod end. A record later than since (the pod's finish, zero when
+// unknown) is not the controller's own — whoever wrote the status could postpone the bound with it — so the
+// pod's finish replaces it.
 func RecordWait(ext *extstatus.Extensions, id string, since time.Time) time.Time {
-	if at, ok := ext.ResultWaits[id]; ok {
+	if at, ok := ext.ResultWaits[id]; ok && (since.IsZero() || !at.After(since)) {
 		return at.Time
 	}
 	if ext.ResultWaits == nil {

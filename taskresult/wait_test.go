@@ -72,3 +72,33 @@ func TestAnExecutorThatCanReportNothingMoreOpensTheGate(t *testing.T) {
 		}
 	}
 }
+
+// The wait's start is persisted in status, which whoever can write the Workflow can also write: a start later
+// than the pod's finish would postpone the bound, so the pod's finish wins over it.
+func TestRecordWaitCountsFromTheEarlierOfTheRecordAndThePodsFinish(t *testing.T) {
+	finish := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		sentence string
+		recorded *time.Time
+		since    time.Time
+		want     time.Time
+	}{
+		{"a first wait starts at the pod's finish", nil, finish, finish},
+		{"an earlier record wins over the pod's finish", timePtr(finish.Add(-time.Minute)), finish, finish.Add(-time.Minute)},
+		{"a record later than the pod's finish is replaced by the finish", timePtr(finish.Add(24 * time.Hour)), finish, finish},
+		{"a record is kept when the pod's finish is unknown", timePtr(finish.Add(time.Hour)), time.Time{}, finish.Add(time.Hour)},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			ext := &extstatus.Extensions{}
+			if tc.recorded != nil {
+				ext.ResultWaits = map[string]metav1.Time{"n": metav1.NewTime(*tc.recorded)}
+			}
+			got := RecordWait(ext, "n", tc.since)
+			if !got.Equal(tc.want) || !ext.ResultWaits["n"].Time.Equal(tc.want) {
+				t.Fatalf("wait starts %s (recorded %s), want %s", got, ext.ResultWaits["n"].Time, tc.want)
+			}
+		})
+	}
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
