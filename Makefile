@@ -13,19 +13,24 @@ build:
 tools:
 	hack/tools/build.sh
 
-## argo-tools: build stock argo's workflow-controller (the oracle of issue #16) into bin/ from the module
-## proxy (cold ~10 min on 2 cores; a no-op when current). Not part of tools: make test does not need it.
+## argo-tools: build stock argo's workflow-controller (the differential suite's oracle) into bin/ from the
+## module proxy (cold ~10 min on 2 cores; a no-op when current).
 argo-tools:
 	hack/tools/build.sh argo
 
-## test: unit + integration tests on a real control plane (builds the tools if missing or stale)
-test: tools
+## test: unit + integration tests on a real control plane, and a subset of argo's examples under both stock
+## argo and wfguard (builds the tools if missing or stale)
+test: tools argo-tools
 	$(GO) test $(TEST_FLAGS) ./...
 
-## compat: run workflows under stock argo's workflow-controller on an embedded control plane (build tag compat)
-COMPAT_FLAGS ?= -count=1 -timeout=20m
+## compat: run all of argo's examples under stock argo and under wfguard and compare them (~15 min); prints a
+## table, writes compat/results/latest.json. CASES=a,b runs some; MIN_SAME=95 fails below that share.
+COMPAT_FLAGS ?= -count=1 -timeout=60m
+CASES    ?=
+MIN_SAME ?= 0
 compat: tools argo-tools
-	$(GO) test -tags compat $(COMPAT_FLAGS) ./compat/...
+	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
+		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME)
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
 demo: tools

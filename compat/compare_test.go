@@ -1,0 +1,98 @@
+package compat
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgree(t *testing.T) {
+	base := func() Observation {
+		return Observation{Case: "c", Phase: "Failed", Message: "child 'c-1' failed",
+			Nodes:   map[string]string{"c": "c Steps Failed", "c[0].a": "a Pod Failed"},
+			Outputs: map[string]map[string]string{"c[0].a": {"exitCode": "1"}},
+			Pods:    map[string]map[string]string{"c[0].a": {"containers.main.image": "busybox", "finalizers": "", "spec.activeDeadlineSeconds": "19"}}}
+	}
+	for _, tc := range []struct {
+		sentence     string
+		change       func(w *Observation)
+		wantSame     bool
+		wantRejected bool
+		wantDiff     string // substring of a diff ("" = none)
+		wantPodDiff  string
+	}{
+		{"identical observations are the same", func(*Observation) {}, true, false, "", ""},
+		{"a differently worded message of the same class is the same", func(w *Observation) { w.Message = "child c-1 failed" }, true, false, "", ""},
+		{"a different phase differs", func(w *Observation) { w.Phase = "Succeeded" }, false, false, "phase: argo Failed, wfguard Succeeded", ""},
+		{"a message of another class differs", func(w *Observation) { w.Message = "invalid spec" }, false, false, "message:", ""},
+		{"a missing node differs", func(w *Observation) { delete(w.Nodes, "c[0].a") }, false, false, `node: c[0].a: argo "a Pod Failed", wfguard none`, ""},
+		{"a different output differs", func(w *Observation) { w.Outputs["c[0].a"]["exitCode"] = "0" }, false, false, "outputs of c[0].a: exitCode", ""},
+		{"an unsupported feature is a rejection", func(w *Observation) { w.Message = "not supported by wfguard yet: memoize" }, false, true, "message:", ""},
+		{"a pod field that differs is an unexplained pod difference, not an outcome difference",
+			func(w *Observation) { w.Pods["c[0].a"]["containers.main.image"] = "alpine" }, true, false, "", "containers.main.image"},
+		{"a deadline one second apart is the clock, not a difference",
+			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "20" }, true, false, "", ""},
+		{"a deadline two seconds apart is a difference",
+			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "21" }, true, false, "", "spec.activeDeadlineSeconds"},
+		{"an explained pod field is not an unexplained difference",
+			func(w *Observation) { w.Pods["c[0].a"]["finalizers"] = "workflows.argoproj.io/status" }, true, false, "", ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			a, w := base(), base()
+			tc.change(&w)
+			v := Compare(a, w)
+			if v.Same != tc.wantSame || v.Rejected != tc.wantRejected {
+				t.Fatalf("same=%v rejected=%v, want %v %v (diffs %v)", v.Same, v.Rejected, tc.wantSame, tc.wantRejected, v.Diffs)
+			}
+			if got := strings.Join(v.Diffs, "\n"); (tc.wantDiff == "") != (got == "") || !strings.Contains(got, tc.wantDiff) {
+				t.Fatalf("diffs %q, want one containing %q", got, tc.wantDiff)
+			}
+			if got := strings.Join(v.PodDiffs, "\n"); (tc.wantPodDiff == "") != (got == "") || !strings.Contains(got, tc.wantPodDiff) {
+				t.Fatalf("pod diffs %q, want one containing %q", got, tc.wantPodDiff)
+			}
+		})
+	}
+}
+
+func TestLoadCorpusNamesEveryWorkflowAndKeepsWhatTheyNeed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hello.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: hello-\nspec:\n  entrypoint: a\n  templates:\n  - name: a\n    container:\n      image: busybox\n")
+	write("sub/two.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: WorkflowTemplate\nmetadata:\n  name: t\nspec: {}\n---\n"+
+		"apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: one\nspec:\n  entrypoint: a\n---\n"+
+		"apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: two\nspec:\n  entrypoint: a\n")
+	write("cron.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata:\n  name: c\n")
+	write("bad.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: bad\nspec:\n  entrypoint: 3\n  nosuchfield: x\n")
+	c, err := LoadCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, cs := range c.Cases {
+		names = append(names, cs.Name+"="+cs.Workflow.Name)
+	}
+	if got, want := strings.Join(names, " "), "hello=hello sub-two=sub-two sub-two#2=sub-two-2"; got != want {
+		t.Errorf("cases %q, want %q", got, want)
+	}
+	if len(c.Objects) != 1 || c.Objects[0].GetKind() != "WorkflowTemplate" {
+		t.Errorf("objects %v, want the WorkflowTemplate", c.Objects)
+	}
+	var skipped []string
+	for _, s := range c.Skipped {
+		skipped = append(skipped, s.Source+":"+s.Kind)
+	}
+	if got, want := strings.Join(skipped, " "), "bad.yaml:Workflow cron.yaml:CronWorkflow"; got != want {
+		t.Errorf("skipped %q, want %q", got, want)
+	}
+	if _, err := c.Select("hello", "nosuch"); err == nil {
+		t.Error("selecting an unknown case did not fail")
+	}
+}
