@@ -96,3 +96,20 @@ func TestLoadCorpusNamesEveryWorkflowAndKeepsWhatTheyNeed(t *testing.T) {
 		t.Error("selecting an unknown case did not fail")
 	}
 }
+
+func TestNormalizeHidesOnlyWhatDiffersBetweenTwoRuns(t *testing.T) {
+	const uid = "0f3c2a9e-1111-2222-3333-444455556666"
+	for _, tc := range []struct{ sentence, in, want string }{
+		{"the workflow's UID", "owner " + uid, "owner <uid>"},
+		{"a timestamp", "at 2026-12-03T18:00:01Z", "at <time>"},
+		{"a duration in argo's %f format", "exit-handlers Failed 10.309499.", "exit-handlers Failed <seconds>."},
+		{"the API server's token volume suffix", "kube-api-access-7sm4w", "kube-api-access-<random>"},
+		{"but not a version or a short number", "busybox:1.36 and 3.5", "busybox:1.36 and 3.5"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			if got := normalize(tc.in, uid); got != tc.want {
+				t.Fatalf("normalize(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -61,15 +61,18 @@ var (
 	rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	// saVolume is the service-account token volume the API server's admission adds, with a random suffix.
 	saVolume = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+	// seconds is a duration in argo's %f format ({{workflow.duration}}): wall clock, like a timestamp.
+	seconds = regexp.MustCompile(`\b\d+\.\d{6}\b`)
 )
 
 // normalize replaces what legitimately differs between two runs: the workflow's UID, wall-clock times and
-// the random suffix of the API server's token volume.
+// durations, and the random suffix of the API server's token volume.
 func normalize(s, uid string) string {
 	if uid != "" {
 		s = strings.ReplaceAll(s, uid, "<uid>")
 	}
-	return saVolume.ReplaceAllString(rfc3339.ReplaceAllString(s, "<time>"), "kube-api-access-<random>")
+	s = seconds.ReplaceAllString(rfc3339.ReplaceAllString(s, "<time>"), "<seconds>")
+	return saVolume.ReplaceAllString(s, "kube-api-access-<random>")
 }
 
 // podShape flattens what a controller decides about a pod: metadata it sets and the spec, with containers,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -56,10 +57,24 @@ type Pass struct {
 // globals are the {{workflow.*}} variables of this pass.
 func (p *Pass) globals() map[string]string {
 	g := globalParams(p.WF)
+	g["workflow.duration"] = workflowDuration(p.WF, p.Now)
 	for k, v := range p.extraGlobals {
 		g[k] = v
 	}
 	return g
+}
+
+// workflowDuration is {{workflow.duration}}: seconds since the workflow started (until it finished), in
+// argo's %f format.
+func workflowDuration(wf *wfv1.Workflow, now time.Time) string {
+	if wf.Status.StartedAt.IsZero() {
+		return fmt.Sprintf("%f", 0.0)
+	}
+	end := now
+	if !wf.Status.FinishedAt.IsZero() {
+		end = wf.Status.FinishedAt.Time
+	}
+	return fmt.Sprintf("%f", end.Sub(wf.Status.StartedAt.Time).Seconds())
 }
 
 // Event is a transition worth an Event on the Workflow.

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/extstatus"
+)
+
+func TestWorkflowDurationCountsFromTheStartUntilTheFinish(t *testing.T) {
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	now := start.Add(10*time.Second + 309499*time.Microsecond)
+	for _, tc := range []struct {
+		sentence string
+		status   wfv1.WorkflowStatus
+		want     string
+	}{
+		{"a workflow not started yet has run 0 seconds", wfv1.WorkflowStatus{}, "0.000000"},
+		{"a running workflow has run until now", wfv1.WorkflowStatus{StartedAt: metav1.NewTime(start)}, "10.309499"},
+		{"a finished workflow has run until its finish",
+			wfv1.WorkflowStatus{StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(start.Add(3 * time.Second))}, "3.000000"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			if got := workflowDuration(&wfv1.Workflow{Status: tc.status}, now); got != tc.want {
+				t.Fatalf("workflow.duration %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// argo's exit-handlers example prints {{workflow.duration}}: a pod must never be created with it unresolved.
+func TestAPodsArgumentsGetTheWorkflowsDuration(t *testing.T) {
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: timed, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: alpine, command: [echo], args: ["took {{workflow.duration}}"]}}
+`), wf); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	wf.Status.Phase, wf.Status.StartedAt = wfv1.WorkflowRunning, metav1.NewTime(start) // started by an earlier pass
+	pods := &recordingPods{created: map[string]*corev1.Pod{}}
+	e := &Engine{Pods: pods}
+	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: start.Add(2 * time.Second), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+	if _, err := e.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	pod := pods.created[wf.NodeID("timed")]
+	if pod == nil {
+		t.Fatal("no pod created")
+	}
+	main := findMain(pod)
+	if got := main.Args[len(main.Args)-1]; got != "took 2.000000" {
+		t.Fatalf("main's last argument %q, want %q", got, "took 2.000000")
+	}
+}
+
+func findMain(pod *corev1.Pod) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == "main" {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return &corev1.Container{}
+}
