@@ -270,14 +270,15 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		AfterPass: opts.Hooks.AfterActionGC,
 	}
 	c.engine = &engine.Engine{
-		Pods:            &podControl{kube: c.kube, metrics: c.metrics},
-		Templates:       templateSource{argo: c.argo},
-		ConfigMaps:      configMapSource{kube: c.kube},
-		Validate:        opts.Validate,
-		ExecutorImage:   opts.ExecutorImage,
-		InstanceID:      opts.InstanceID,
-		StatusFinalizer: opts.StatusFinalizer,
-		OldPodWait:      opts.OldPodWait,
+		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
+		Templates:           templateSource{argo: c.argo},
+		ConfigMaps:          configMapSource{kube: c.kube},
+		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
+		Validate:            opts.Validate,
+		ExecutorImage:       opts.ExecutorImage,
+		InstanceID:          opts.InstanceID,
+		StatusFinalizer:     opts.StatusFinalizer,
+		OldPodWait:          opts.OldPodWait,
 	}
 	return c, nil
 }

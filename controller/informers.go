@@ -81,6 +81,8 @@ type informerSet struct {
 	pods      cache.SharedIndexInformer
 	results   cache.SharedIndexInformer
 	actions   cache.SharedIndexInformer
+	// configMaps are the parameter ConfigMaps (argo's label rule), read by valueFrom.configMapKeyRef.
+	configMaps cache.SharedIndexInformer
 }
 
 func (c *Controller) newInformers() (*informerSet, error) {
@@ -104,6 +106,14 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	s.results = cache.NewSharedIndexInformer(c.listWatch("workflowtaskresults", selector+","+instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return results.List(ctx, o) }, results.Watch),
 		&wfv1.WorkflowTaskResult{}, c.opts.ResyncPeriod, cache.Indexers{})
+
+	configMaps := c.kube.CoreV1().ConfigMaps(c.opts.Namespace)
+	s.configMaps = cache.NewSharedIndexInformer(c.listWatch("configmaps", common.LabelKeyConfigMapType+"="+common.LabelValueTypeConfigMapParameter,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return configMaps.List(ctx, o) }, configMaps.Watch),
+		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
+	if err := s.configMaps.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("setting the configmaps informer transform: %w", err)
+	}
 
 	for name, inf := range map[string]cache.SharedIndexInformer{"workflows": s.workflows, "pods": s.pods, "workflowtaskresults": s.results} {
 		if err := inf.SetTransform(stripManagedFields); err != nil {
@@ -224,7 +234,7 @@ func (c *Controller) handler(resource string, h cache.ResourceEventHandler) cach
 }
 
 func (s *informerSet) start(stop <-chan struct{}) {
-	for _, inf := range []cache.SharedIndexInformer{s.workflows, s.pods, s.results, s.actions} {
+	for _, inf := range []cache.SharedIndexInformer{s.workflows, s.pods, s.results, s.actions, s.configMaps} {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -238,7 +248,7 @@ func (s *informerSet) shutdown() {
 }
 
 func (s *informerSet) synced() []cache.InformerSynced {
-	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced, s.actions.HasSynced}
+	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced, s.actions.HasSynced, s.configMaps.HasSynced}
 }
 
 func (c *Controller) enqueueObject(obj any) {

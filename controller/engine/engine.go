@@ -42,6 +42,9 @@ type Engine struct {
 	// ConfigMaps reads artifact repository ConfigMaps (spec.artifactRepositoryRef, artifact-repositories);
 	// nil means no namespace has a repository.
 	ConfigMaps ConfigMapSource
+	// ParameterConfigMaps are the ConfigMaps labelled workflows.argoproj.io/configmap-type=Parameter, keyed
+	// namespace/name (an informer's indexer), that parameters' valueFrom.configMapKeyRef read; nil: none.
+	ParameterConfigMaps common.ConfigMapStore
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
@@ -123,6 +126,11 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: "invalid spec: " + err.Error()})
 		return false, nil
 	}
+	p.paramConfigMaps = e.parameterConfigMaps()
+	if _, err := configMapGlobals(p.paramConfigMaps, p.WF); err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowFailed, "failed to set global parameters: "+err.Error())
+		return false, nil
+	}
 	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
 		return false, err
 	}
@@ -178,6 +186,7 @@ func (e *Engine) validate(p *Pass) error {
 // Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
+	p.paramConfigMaps = e.parameterConfigMaps()
 	err := e.execute(ctx, p)
 	if derr := e.stopMarkedDaemons(ctx, p); derr != nil {
 		err = errors.Join(err, derr)
@@ -403,7 +412,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	globals := common.Parameters(p.globals())
-	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, nil)
+	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, e.parameterConfigMaps())
 	if err != nil {
 		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,12 +53,26 @@ type Pass struct {
 	oldPodWaits map[string]wfv1.NodeStatus
 	// holders are the WorkflowTemplates read this pass, by scope/name.
 	holders map[string]wfv1.TemplateHolder
+	// paramConfigMaps is the engine's store of parameter ConfigMaps (set by Start and Execute).
+	paramConfigMaps common.ConfigMapStore
+}
+
+func (p *Pass) configMaps() common.ConfigMapStore {
+	if p.paramConfigMaps == nil {
+		return noParameterConfigMaps{}
+	}
+	return p.paramConfigMaps
 }
 
 // globals are the {{workflow.*}} variables of this pass.
 func (p *Pass) globals() map[string]string {
 	g := globalParams(p.WF)
 	g["workflow.duration"] = workflowDuration(p.WF, p.Now)
+	if cm, err := configMapGlobals(p.configMaps(), p.WF); err == nil { // a failure ended the workflow at its start
+		for k, v := range cm {
+			g[k] = v
+		}
+	}
 	for k, v := range p.extraGlobals {
 		g[k] = v
 	}
