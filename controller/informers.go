@@ -109,7 +109,9 @@ func (c *Controller) newInformers() (*informerSet, error) {
 
 	configMaps := c.kube.CoreV1().ConfigMaps(c.opts.Namespace)
 	s.configMaps = cache.NewSharedIndexInformer(c.listWatch("configmaps", common.LabelKeyConfigMapType+"="+common.LabelValueTypeConfigMapParameter,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return configMaps.List(ctx, o) }, configMaps.Watch),
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return configMaps.List(ctx, o)
+		}, configMaps.Watch),
 		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
 	if err := s.configMaps.SetTransform(stripManagedFields); err != nil {
 		return nil, fmt.Errorf("setting the configmaps informer transform: %w", err)
