@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -74,4 +75,52 @@ func findMain(pod *corev1.Pod) *corev1.Container {
 		}
 	}
 	return &corev1.Container{}
+}
+
+// argo merges spec.podMetadata into each of the workflow's own templates when it resolves one: the pod and
+// its ARGO_TEMPLATE carry it, it wins over the template's own metadata, and the spec stays as submitted.
+func TestTheWorkflowsPodMetadataIsMergedIntoItsTemplatesAsArgoDoes(t *testing.T) {
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: md, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  entrypoint: main
+  podMetadata: {labels: {tier: from-workflow}, annotations: {role: arn}}
+  templates:
+  - name: main
+    metadata: {labels: {tier: from-template, app: print}}
+    container: {image: alpine, command: [echo]}
+`), wf); err != nil {
+		t.Fatal(err)
+	}
+	pods := &recordingPods{created: map[string]*corev1.Pod{}}
+	e := &Engine{Pods: pods}
+	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+	if _, err := e.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	pod := pods.created[wf.NodeID("md")]
+	if pod == nil {
+		t.Fatal("no pod created")
+	}
+	if pod.Labels["tier"] != "from-workflow" || pod.Labels["app"] != "print" || pod.Annotations["role"] != "arn" {
+		t.Errorf("pod labels %v annotations %v, want tier=from-workflow, app=print, role=arn", pod.Labels, pod.Annotations)
+	}
+	var tmpl wfv1.Template
+	for _, env := range pod.Spec.InitContainers[0].Env {
+		if env.Name == "ARGO_TEMPLATE" {
+			if err := json.Unmarshal([]byte(env.Value), &tmpl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if tmpl.Metadata.Labels["tier"] != "from-workflow" || tmpl.Metadata.Annotations["role"] != "arn" {
+		t.Errorf("ARGO_TEMPLATE metadata %+v, want the workflow's podMetadata merged in", tmpl.Metadata)
+	}
+	if got := wf.Spec.Templates[0].Metadata.Labels["tier"]; got != "from-template" {
+		t.Errorf("the spec's template was changed: tier=%q", got)
+	}
 }
