@@ -428,7 +428,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource:
 		if n == nil {
 			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
@@ -452,7 +452,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, suspend, steps, dag)",
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, suspend, steps, dag)",
 			tmplName, resolved.GetType())
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
@@ -512,7 +512,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	if opts.resultName != "" {
 		resultName = opts.resultName
 	}
-	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	include := includeScriptOutput(tmpl, parentTmplJSON, resultName)
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
@@ -541,6 +541,19 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
 	return n, nil
+}
+
+// includeScriptOutput says whether argoexec reports main's stdout as outputs.result: always for scripts,
+// for containers when a later step or task reads it, never for resource templates (argoexec's resource
+// command has no stdout result, as in argo).
+func includeScriptOutput(tmpl *wfv1.Template, parentTmplJSON, resultName string) bool {
+	switch tmpl.GetType() {
+	case wfv1.TemplateTypeScript:
+		return true
+	case wfv1.TemplateTypeResource:
+		return false
+	}
+	return readsResult(parentTmplJSON, resultName)
 }
 
 // podCreate is a pod the pass decided to create.
