@@ -512,7 +512,10 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	if opts.resultName != "" {
 		resultName = opts.resultName
 	}
-	include := includeScriptOutput(tmpl, parentTmplJSON, resultName)
+	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	if tmpl.GetType() == wfv1.TemplateTypeResource {
+		include = false // argoexec's resource command prints no result; argo never asks it for one
+	}
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
@@ -541,19 +544,6 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
 	return n, nil
-}
-
-// includeScriptOutput says whether argoexec reports main's stdout as outputs.result: always for scripts,
-// for containers when a later step or task reads it, never for resource templates (argoexec's resource
-// command has no stdout result, as in argo).
-func includeScriptOutput(tmpl *wfv1.Template, parentTmplJSON, resultName string) bool {
-	switch tmpl.GetType() {
-	case wfv1.TemplateTypeScript:
-		return true
-	case wfv1.TemplateTypeResource:
-		return false
-	}
-	return readsResult(parentTmplJSON, resultName)
 }
 
 // podCreate is a pod the pass decided to create.
