@@ -18,23 +18,27 @@ var resourceChain = strings.Replace(chain, `    container: {image: alpine, comma
 
 func TestAResourceTemplateRunsAsAPodNodeBehindTheResultGate(t *testing.T) {
 	out := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("cm-x")}}}
+	readsResult := strings.Replace(resourceChain, "{{steps.a.outputs.parameters.out}}", "{{steps.a.outputs.parameters.out}}{{steps.a.outputs.result}}", 1)
 	for _, tc := range []struct {
 		sentence string
+		manifest string
 		outputs  *wfv1.Outputs
 		wantA    wfv1.NodePhase
 		wantAMsg string
 		wantBRun bool
 	}{
 		{"a resource node whose result carries its jsonPath output succeeds and b runs with the value",
-			out, wfv1.NodeSucceeded, "", true},
+			resourceChain, out, wfv1.NodeSucceeded, "", true},
 		{"a resource node whose finalized result lacks its jsonPath output errors and b never starts",
-			&wfv1.Outputs{}, wfv1.NodeError, "required outputs are not set", false},
+			resourceChain, &wfv1.Outputs{}, wfv1.NodeError, "required outputs are not set", false},
+		{"a resource pod's stdout is not captured even when the next step reads its outputs.result, so that step is refused",
+			readsResult, out, wfv1.NodeSucceeded, "", false},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			if !strings.Contains(resourceChain, "resource:") {
+			if !strings.Contains(tc.manifest, "resource:") {
 				t.Fatal("the resource producer did not replace chain's container producer")
 			}
-			wf, pods, _ := runChain(t, resourceChain, tc.outputs)
+			wf, pods, _ := runChain(t, tc.manifest, tc.outputs)
 			a, b := p0(wf, "chain[0].a"), p0(wf, "chain[1].b")
 			if a == nil || a.Type != wfv1.NodeTypePod || a.Phase != tc.wantA || !strings.Contains(a.Message, tc.wantAMsg) {
 				t.Fatalf("a = %+v, want a Pod node %s with message containing %q", a, tc.wantA, tc.wantAMsg)
@@ -51,10 +55,10 @@ func TestAResourceTemplateRunsAsAPodNodeBehindTheResultGate(t *testing.T) {
 					t.Errorf("a's pod asks for script output (%s=%s); a resource has none", env.Name, env.Value)
 				}
 			}
-			if tc.wantBRun != (b != nil) {
-				t.Fatalf("b = %+v, want it started: %v", b, tc.wantBRun)
+			if started := b != nil && pods.created[b.ID] != nil; started != tc.wantBRun {
+				t.Fatalf("b = %+v, want its pod started: %v", b, tc.wantBRun)
 			}
-			if b != nil && !strings.Contains(strings.Join(pods.created[b.ID].Spec.Containers[1].Command, " "), "cm-x") {
+			if tc.wantBRun && !strings.Contains(strings.Join(pods.created[b.ID].Spec.Containers[1].Command, " "), "cm-x") {
 				t.Errorf("b's pod runs %v, want it to run with cm-x", pods.created[b.ID].Spec.Containers[1].Command)
 			}
 		})
