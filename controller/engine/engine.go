@@ -437,7 +437,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource:
 		if n == nil {
 			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
@@ -461,7 +461,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, suspend, steps, dag)",
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, suspend, steps, dag)",
 			tmplName, resolved.GetType())
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
@@ -522,6 +522,9 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		resultName = opts.resultName
 	}
 	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	if tmpl.GetType() == wfv1.TemplateTypeResource {
+		include = false // argoexec's resource command prints no result; argo never asks it for one
+	}
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)

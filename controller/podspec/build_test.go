@@ -34,7 +34,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{
 			"a steps template is rejected because it runs no pod",
 			func(in *Input) { in.Template = &wfv1.Template{Name: "outer", Steps: []wfv1.ParallelSteps{}} },
-			"template outer is a Steps template; only container and script templates",
+			"template outer is a Steps template; only container, script and resource templates",
 		},
 		{
 			"a container without an image is rejected",
@@ -101,6 +101,22 @@ func TestBuildRejectsBadInput(t *testing.T) {
 			"an input artifact without a path is rejected",
 			func(in *Input) { in.Template.Inputs.Artifacts = []wfv1.Artifact{{Name: "data"}} },
 			"template hello: input artifact data:",
+		},
+		{
+			"a resource template without an action is rejected",
+			func(in *Input) {
+				in.Template.Container = nil
+				in.Template.Resource = &wfv1.ResourceTemplate{Manifest: "kind: ConfigMap"}
+			},
+			"template hello: resource.action is empty",
+		},
+		{
+			"a setOwnerReference manifest that is not an object with a kind is rejected",
+			func(in *Input) {
+				in.Template.Container = nil
+				in.Template.Resource = &wfv1.ResourceTemplate{Action: "create", SetOwnerReference: true, Manifest: "metadata: {name: x}"}
+			},
+			"Object 'Kind' is missing",
 		},
 	}
 	for _, tt := range tests {

@@ -18,18 +18,31 @@ const emissaryPath = common.VarRunArgoPath + "/argoexec"
 
 // addContainers adds init, wait and main. The order is significant: kubelet
 // starts containers in list order and argo starts wait before main.
+// A resource pod's main is argoexec, which reports its own outputs, so it
+// has a wait container only to archive logs.
 func (b *builder) addContainers(pod *corev1.Pod) {
 	pod.Spec.InitContainers = []corev1.Container{b.executorContainer(common.InitContainerName, "init")}
-	pod.Spec.Containers = []corev1.Container{b.executorContainer(common.WaitContainerName, "wait"), b.mainContainer()}
+	if !isResource(b.tmpl) {
+		pod.Spec.Containers = []corev1.Container{b.executorContainer(common.WaitContainerName, "wait"), b.mainContainer()}
+		return
+	}
+	if b.tmpl.SaveLogsAsArtifact() {
+		pod.Spec.Containers = append(pod.Spec.Containers, b.executorContainer(common.WaitContainerName, "wait"))
+	}
+	pod.Spec.Containers = append(pod.Spec.Containers, b.resourceMainContainer())
 }
 
 func (b *builder) executorContainer(name, subcommand string) corev1.Container {
-	return corev1.Container{
+	ctr := corev1.Container{
 		Name:    name,
 		Image:   b.executorImage,
 		Command: append([]string{"argoexec", subcommand}, executorLogOptions...),
 		Env:     b.executorEnv(),
 	}
+	if isResource(b.tmpl) {
+		ctr.SecurityContext = resourceSecurityContext(name)
+	}
+	return ctr
 }
 
 // mainContainer is the user's container. For scripts, init stages the source

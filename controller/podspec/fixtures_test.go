@@ -160,3 +160,65 @@ func artifactsInput() Input {
 	in.Template = tmpl
 	return in
 }
+
+// resourceTemplate is a resource template; the inputs below vary its action.
+func resourceTemplate(res *wfv1.ResourceTemplate) *wfv1.Template {
+	return &wfv1.Template{Name: "apply", Resource: res}
+}
+
+func resourceInput(tmpl *wfv1.Template) Input {
+	return Input{
+		Workflow: testWorkflow(),
+		NodeName: "wf-abc.r",
+		NodeID:   testWorkflow().NodeID("wf-abc.r"),
+		Template: tmpl,
+		Now:      testNow,
+	}
+}
+
+// resourceCreateInput creates a Job owned by the workflow and reads two
+// outputs from it; argoexec evaluates the conditions.
+func resourceCreateInput() Input {
+	tmpl := resourceTemplate(&wfv1.ResourceTemplate{
+		Action:            "create",
+		SetOwnerReference: true,
+		SuccessCondition:  "status.succeeded > 2",
+		FailureCondition:  "status.failed > 1",
+		Manifest:          "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: rand-num-\nspec:\n  completions: 3\n",
+	})
+	tmpl.Outputs.Parameters = []wfv1.Parameter{
+		{Name: "job-name", ValueFrom: &wfv1.ValueFrom{JSONPath: "{.metadata.name}"}},
+		{Name: "job-obj", ValueFrom: &wfv1.ValueFrom{JQFilter: "."}},
+	}
+	return resourceInput(tmpl)
+}
+
+// resourcePatchInput patches the pod itself, named through {{pod.name}}, with
+// a JSON patch and kubectl flags.
+func resourcePatchInput() Input {
+	return resourceInput(resourceTemplate(&wfv1.ResourceTemplate{
+		Action:        "patch",
+		MergeStrategy: "json",
+		Flags:         []string{"pod", "{{pod.name}}"},
+		Manifest:      "- op: add\n  path: /metadata/annotations/foo\n  value: bar\n",
+	}))
+}
+
+// resourceManifestFromInput applies a manifest that init downloads as an
+// input artifact, under its own service account, with logs archived (which
+// is when a resource pod gets a wait container).
+func resourceManifestFromInput() Input {
+	tmpl := resourceTemplate(&wfv1.ResourceTemplate{
+		Action:       "apply",
+		ManifestFrom: &wfv1.ManifestFrom{Artifact: &wfv1.Artifact{Name: "manifest"}},
+	})
+	creds := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-creds"}, Key: "accesskey"}
+	tmpl.Inputs.Artifacts = []wfv1.Artifact{{Name: "manifest", Path: "/tmp/manifest.yaml", ArtifactLocation: wfv1.ArtifactLocation{
+		S3: &wfv1.S3Artifact{S3Bucket: wfv1.S3Bucket{Endpoint: "minio:9000", Bucket: "manifests", AccessKeySecret: creds}, Key: "cm.yaml"},
+	}}}
+	tmpl.ArchiveLocation = &wfv1.ArtifactLocation{ArchiveLogs: ptr.To(true), S3: &wfv1.S3Artifact{
+		S3Bucket: wfv1.S3Bucket{Endpoint: "minio:9000", Bucket: "logs", AccessKeySecret: creds}, Key: "wf-abc/logs",
+	}}
+	tmpl.ServiceAccountName = "deployer"
+	return resourceInput(tmpl)
+}

@@ -1,8 +1,13 @@
 package podspec
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/argoproj/argo-workflows/v3/util/template"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // maxPodNamePrefix leaves room in a 253-character object name for "-" plus the
@@ -31,4 +36,24 @@ func fnv32a(s string) uint32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(s)) // hash.Hash.Write never returns an error
 	return h.Sum32()
+}
+
+// substitutePodName replaces {{pod.name}} anywhere in the pod, ARGO_TEMPLATE
+// included, as argo does once the name is known: a resource template patches
+// its own pod by naming it that way. Other variables were substituted before
+// Build and any left over stay as they are.
+func substitutePodName(pod *corev1.Pod) (*corev1.Pod, error) {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("encoding pod to substitute {{%s}}: %w", common.LocalVarPodName, err)
+	}
+	replaced, err := template.Replace(string(data), map[string]string{common.LocalVarPodName: pod.Name}, true)
+	if err != nil {
+		return nil, fmt.Errorf("substituting {{%s}}: %w", common.LocalVarPodName, err)
+	}
+	var out corev1.Pod
+	if err := json.Unmarshal([]byte(replaced), &out); err != nil {
+		return nil, fmt.Errorf("decoding pod after substituting {{%s}}: %w", common.LocalVarPodName, err)
+	}
+	return &out, nil
 }

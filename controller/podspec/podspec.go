@@ -30,7 +30,7 @@ type Input struct {
 	Workflow            *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
 	NodeName            string
 	NodeID              string
-	Template            *wfv1.Template // already resolved and substituted; container or script template
+	Template            *wfv1.Template // already resolved and substituted; container, script or resource template
 	ExecutorImage       string         // "" = DefaultExecutorImage
 	InstanceID          string         // "" = none (then no instance-id label / env)
 	IncludeScriptOutput bool
@@ -41,7 +41,7 @@ type Input struct {
 	PodGCStrategy       string    // "" = none; else annotation workflows.argoproj.io/pod-gc-strategy "<strategy>/<delay>" provided verbatim
 }
 
-// Build returns the pod for one container or script node. Every error is a
+// Build returns the pod for one container, script or resource node. Every error is a
 // problem with the input (or a feature wfguard does not support yet), so
 // retrying with the same input fails the same way.
 func Build(in Input) (*corev1.Pod, error) {
@@ -63,6 +63,9 @@ func build(in Input) (*corev1.Pod, error) {
 		return nil, err
 	}
 	b := newBuilder(in)
+	if err := withOwnedManifest(b.wf, b.tmpl); err != nil {
+		return nil, err
+	}
 
 	templateJSON, err := executorTemplateJSON(b.tmpl)
 	if err != nil {
@@ -87,9 +90,12 @@ func build(in Input) (*corev1.Pod, error) {
 	}
 	b.addUserInitContainers(pod)
 	b.addSidecars(pod)
-	mirrorMainMountsIntoWait(pod)
+	mirrorMainMountsIntoWait(pod, b.tmpl)
 	mountVarRunArgoInInitContainers(pod)
 	b.addEnv(pod, templateJSON)
+	if pod, err = substitutePodName(pod); err != nil {
+		return nil, err
+	}
 
 	if err := b.applyPodSpecPatches(pod); err != nil {
 		return nil, err
@@ -134,10 +140,15 @@ func validateTemplateType(tmpl *wfv1.Template) error {
 	switch tmpl.GetType() {
 	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
 		return nil
+	case wfv1.TemplateTypeResource:
+		if tmpl.Resource.Action == "" {
+			return fmt.Errorf("template %s: resource.action is empty; argoexec needs one (get, create, apply, delete, replace or patch)", tmpl.Name)
+		}
+		return nil
 	case wfv1.TemplateTypeUnknown:
 		return fmt.Errorf("template %s has neither a container nor a script", tmpl.Name)
 	default:
-		return fmt.Errorf("template %s is a %s template; only container and script templates run in pods built here", tmpl.Name, tmpl.GetType())
+		return fmt.Errorf("template %s is a %s template; only container, script and resource templates run in pods built here", tmpl.Name, tmpl.GetType())
 	}
 }
 

@@ -93,7 +93,9 @@ func (b *builder) addArtifactSecretVolumes(pod *corev1.Pod) {
 		findContainer(pod.Spec.Containers, common.WaitContainerName),
 		findContainer(pod.Spec.InitContainers, common.InitContainerName),
 	} {
-		c.VolumeMounts = append(c.VolumeMounts, mounts...)
+		if c != nil { // a resource pod may have no wait container
+			c.VolumeMounts = append(c.VolumeMounts, mounts...)
+		}
 	}
 }
 
@@ -229,9 +231,13 @@ func addScriptStagingVolume(pod *corev1.Pod) {
 // mirrorMainMountsIntoWait lets wait collect outputs that main wrote to a
 // mounted volume: main's mounts appear in wait under /mainctrfs. They are
 // writable because overlapping mounts cannot mix read-only and read-write.
-func mirrorMainMountsIntoWait(pod *corev1.Pod) {
+// A resource pod's main is argoexec, which collects its outputs itself.
+func mirrorMainMountsIntoWait(pod *corev1.Pod, tmpl *wfv1.Template) {
 	main := findContainer(pod.Spec.Containers, common.MainContainerName)
 	wait := findContainer(pod.Spec.Containers, common.WaitContainerName)
+	if isResource(tmpl) || main == nil || wait == nil {
+		return
+	}
 	for _, mnt := range main.VolumeMounts {
 		mnt.MountPath = path.Join(common.ExecutorMainFilesystemDir, mnt.MountPath)
 		mnt.ReadOnly = false

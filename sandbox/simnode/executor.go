@@ -98,7 +98,8 @@ func (e *executor) captureOutputs() (*wfv1.Outputs, error) {
 	outputs := e.info.Template.Outputs.DeepCopy()
 	var errs []error
 	for i, p := range outputs.Parameters {
-		if p.ValueFrom == nil || p.ValueFrom.Path == "" {
+		missing := parameterMissing(e.info.Template, p)
+		if missing == "" {
 			continue
 		}
 		if v, ok := e.b.Parameters[p.Name]; ok {
@@ -106,7 +107,7 @@ func (e *executor) captureOutputs() (*wfv1.Outputs, error) {
 		} else if p.ValueFrom.Default != nil {
 			outputs.Parameters[i].Value = p.ValueFrom.Default
 		} else {
-			errs = append(errs, fmt.Errorf("saving output parameter %s: open %s: no such file or directory", p.Name, p.ValueFrom.Path))
+			errs = append(errs, fmt.Errorf("saving output parameter %s: %s", p.Name, missing))
 		}
 	}
 	var artifacts wfv1.Artifacts
@@ -130,6 +131,25 @@ func (e *executor) captureOutputs() (*wfv1.Outputs, error) {
 		outputs.Result = &result
 	}
 	return outputs, errors.Join(errs...)
+}
+
+// parameterMissing is argoexec's error when the script gives an output parameter no value: a file it
+// reads, or, for a resource template, the created object's field through jsonPath or jqFilter; "" for a
+// parameter argoexec does not capture.
+func parameterMissing(t *wfv1.Template, p wfv1.Parameter) string {
+	switch {
+	case p.ValueFrom == nil:
+		return ""
+	case p.ValueFrom.Path != "":
+		return "open " + p.ValueFrom.Path + ": no such file or directory"
+	case t.Resource == nil:
+		return ""
+	case p.ValueFrom.JSONPath != "":
+		return "kubectl get -o jsonpath=" + p.ValueFrom.JSONPath + ": not found"
+	case p.ValueFrom.JQFilter != "":
+		return "jq " + p.ValueFrom.JQFilter + ": no output"
+	}
+	return ""
 }
 
 // upsert creates the result once, then merge-patches it; NotFound after creation re-creates it.
