@@ -394,6 +394,9 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		e.stampRef(p, n, call)
 		return n, err
 	}
+	if tmpl, err = withTemplateDefaults(&p.WF.Spec, tmpl); err != nil {
+		return e.errorNode(p, nodeName, displayName, call.templateName(), boundaryID, err.Error()), nil
+	}
 	tmplName := tmpl.Name
 	if n := p.node(nodeName); n == nil && call.ref != nil {
 		defer func() {
@@ -522,7 +525,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
-		PodGCStrategy: podgc.StrategyAnnotation(p.WF),
+		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
 	})
 	if err == nil {
 		var timeout time.Duration
@@ -530,11 +533,13 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 			err = applyTimeout(pod, n, timeout, p.Now)
 		}
 	}
-	if err == nil {
-		err = refuseUnresolvedOutputs(pod)
-	}
 	if err != nil {
-		// A pod that cannot be built never runs: its result can never arrive.
+		// A pod that cannot be built never runs: its result can never arrive. Like argo, the error is also
+		// the caller's: a step group or the entrypoint errors naming this child.
+		taskresult.OpenGate(n)
+		return p.markPhase(n, wfv1.NodeError, err.Error()), err
+	}
+	if err := refuseUnresolvedOutputs(pod); err != nil {
 		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}
