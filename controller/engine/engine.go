@@ -36,6 +36,8 @@ type PodControl interface {
 // Engine runs argo templates over a workflow's status.
 type Engine struct {
 	Pods PodControl
+	// PVCs creates and deletes the claims of spec.volumeClaimTemplates; nil errors a workflow that has any.
+	PVCs PVCControl
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource
@@ -185,6 +187,11 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	if cerr := e.createPods(ctx, p); cerr != nil {
 		return errors.Join(err, cerr)
 	}
+	if gerr := e.collectPVCs(ctx, p); gerr != nil {
+		// Best effort, as argo: the claims left are in status, and their owner reference takes them with
+		// the workflow; the completed workflow is persisted all the same.
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonPVCDeleteFailed, Message: gerr.Error()})
+	}
 	return err
 }
 
@@ -194,6 +201,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return nil
 	}
 	defer p.useExecSpec()()
+	if err := e.ensurePVCs(ctx, p); err != nil || wf.Status.Phase.Completed() {
+		return err
+	}
 	if err := e.enforceShutdownAndDeadline(ctx, p); err != nil {
 		return err
 	}
