@@ -44,12 +44,17 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{
 			"a container without a command is rejected because image entrypoints cannot be looked up",
 			func(in *Input) { in.Template.Container.Command = nil },
-			"template hello: container has no command; wfguard cannot look up image entrypoints",
+			`template hello: container has no command: failed to look-up entrypoint/cmd for image "alpine:3.20", you must explicitly specify the command`,
 		},
 		{
 			"a script without a command is rejected the same way",
 			func(in *Input) { in.Template = scriptTemplate(); in.Template.Script.Command = nil },
-			"template gen: container has no command; wfguard cannot look up image entrypoints",
+			`template gen: container has no command: failed to look-up entrypoint/cmd for image "python:3.12-alpine"`,
+		},
+		{
+			"an inline template without a command is named as inline",
+			func(in *Input) { in.Template.Name = ""; in.Template.Container.Command = nil },
+			"inline template: container has no command: failed to look-up entrypoint/cmd",
 		},
 		{
 			"a sidecar without a command is rejected and named",
