@@ -271,6 +271,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	c.engine = &engine.Engine{
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
+		PVCs:                pvcControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),

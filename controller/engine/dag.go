@@ -29,6 +29,10 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		}
 		exprs[t.Name] = expr
 	}
+	runs, err := tasksToRun(tmpl, exprs)
+	if err != nil {
+		return p.markPhase(p.node(node.Name), wfv1.NodeError, err.Error()), nil
+	}
 	state := func(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
 		var phase wfv1.NodePhase
 		if n := taskNode(task); n != nil {
@@ -51,7 +55,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
 			existing := taskNode(t.Name)
-			if fulfilled(existing) {
+			if fulfilled(existing) || !runs[t.Name] {
 				continue
 			}
 			if completions != scopeAt {
@@ -143,7 +147,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				advance()
 				continue
 			}
-			child, err := e.executeTemplate(ctx, p, name, t.Name, templateCall{resolved.Template, resolved.TemplateRef}, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
+			child, err := e.executeTemplate(ctx, p, name, t.Name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
 			if err != nil {
 				var api *apiError
 				if errors.As(err, &api) {
@@ -234,8 +238,12 @@ func (e *Engine) hookError(p *Pass, dagNode *wfv1.NodeStatus, task string, err e
 // (dag.target, else the leaves: tasks nothing depends on).
 func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs map[string]dependsExpr, globals map[string]string) (*wfv1.NodeStatus, error) {
 	node := p.node(dagName)
+	runs, err := tasksToRun(tmpl, exprs)
+	if err != nil {
+		return p.markPhase(node, wfv1.NodeError, err.Error()), nil
+	}
 	for _, t := range tmpl.DAG.Tasks {
-		if !fulfilled(p.node(dagName + "." + t.Name)) {
+		if runs[t.Name] && !fulfilled(p.node(dagName+"."+t.Name)) {
 			return node, nil
 		}
 	}
@@ -351,6 +359,31 @@ func targetTasks(tmpl *wfv1.Template, exprs map[string]dependsExpr) []string {
 	return out
 }
 
+// tasksToRun is the tasks a DAG runs: its target tasks and, transitively, what they depend on. Without
+// dag.target the targets are the leaves, so every task runs. A target naming no task is argo's
+// validation error.
+func tasksToRun(tmpl *wfv1.Template, exprs map[string]dependsExpr) (map[string]bool, error) {
+	runs := map[string]bool{}
+	queue := targetTasks(tmpl, exprs)
+	for _, name := range queue {
+		if _, ok := exprs[name]; !ok {
+			return nil, fmt.Errorf("templates.%s.targets: target '%s' is not defined", tmpl.Name, name)
+		}
+	}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if runs[name] {
+			continue
+		}
+		runs[name] = true
+		if expr := exprs[name]; expr != nil {
+			expr.tasks(func(dep, _ string) { queue = append(queue, dep) })
+		}
+	}
+	return runs, nil
+}
+
 // dagScope is the DAG template's inputs and the outputs of its fulfilled tasks; a loop's task group
 // contributes the fan-in of its iterations.
 func (e *Engine) dagScope(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template) scope {
@@ -449,7 +482,7 @@ func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *
 			return n, nil
 		}
 	}
-	child, err := e.executeTemplate(ctx, p, childName, iterName, templateCall{x.Template, x.TemplateRef}, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
+	child, err := e.executeTemplate(ctx, p, childName, iterName, templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
 	if err != nil {
 		var api *apiError
 		if errors.As(err, &api) {

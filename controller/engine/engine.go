@@ -36,6 +36,8 @@ type PodControl interface {
 // Engine runs argo templates over a workflow's status.
 type Engine struct {
 	Pods PodControl
+	// PVCs creates and deletes the claims of spec.volumeClaimTemplates; nil errors a workflow that has any.
+	PVCs PVCControl
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource
@@ -194,6 +196,11 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	if cerr := e.createPods(ctx, p); cerr != nil {
 		return errors.Join(err, cerr)
 	}
+	if gerr := e.collectPVCs(ctx, p); gerr != nil {
+		// Best effort, as argo: the claims left are in status, and their owner reference takes them with
+		// the workflow; the completed workflow is persisted all the same.
+		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonPVCDeleteFailed, Message: gerr.Error()})
+	}
 	return err
 }
 
@@ -203,6 +210,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return nil
 	}
 	defer p.useExecSpec()()
+	if err := e.ensurePVCs(ctx, p); err != nil || wf.Status.Phase.Completed() {
+		return err
+	}
 	if err := e.enforceShutdownAndDeadline(ctx, p); err != nil {
 		return err
 	}
@@ -403,6 +413,9 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		e.stampRef(p, n, call)
 		return n, err
 	}
+	if tmpl, err = withTemplateDefaults(&p.WF.Spec, tmpl); err != nil {
+		return e.errorNode(p, nodeName, displayName, call.templateName(), boundaryID, err.Error()), nil
+	}
 	tmplName := tmpl.Name
 	if n := p.node(nodeName); n == nil && call.ref != nil {
 		defer func() {
@@ -534,7 +547,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
 		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
-		PodGCStrategy: podgc.StrategyAnnotation(p.WF),
+		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
 	})
 	if err == nil {
 		var timeout time.Duration
@@ -542,11 +555,13 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 			err = applyTimeout(pod, n, timeout, p.Now)
 		}
 	}
-	if err == nil {
-		err = refuseUnresolvedOutputs(pod)
-	}
 	if err != nil {
-		// A pod that cannot be built never runs: its result can never arrive.
+		// A pod that cannot be built never runs: its result can never arrive. Like argo, the error is also
+		// the caller's: a step group or the entrypoint errors naming this child.
+		taskresult.OpenGate(n)
+		return p.markPhase(n, wfv1.NodeError, err.Error()), err
+	}
+	if err := refuseUnresolvedOutputs(pod); err != nil {
 		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 	}

@@ -28,7 +28,7 @@ func (e *Engine) runWorkflowExitHandler(ctx context.Context, p *Pass, root *wfv1
 	p.extraGlobals = exitGlobals(p, root)
 	p.exiting = true
 	defer func() { p.extraGlobals, p.exiting = nil, false }()
-	n, err := e.executeTemplate(ctx, p, name, name, templateCall{hook.Template, hook.TemplateRef}, hook.Arguments, "", "",
+	n, err := e.executeTemplate(ctx, p, name, name, templateCall{name: hook.Template, ref: hook.TemplateRef}, hook.Arguments, "", "",
 		execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
 	if err != nil {
 		return nil, false, err

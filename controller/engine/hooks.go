@@ -59,7 +59,7 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 	exiting := p.exiting
 	p.exiting = true
 	defer func() { p.exiting = exiting }()
-	n, err := e.executeTemplate(ctx, p, name, parent.DisplayName+".onExit", templateCall{hook.Template, hook.TemplateRef}, *args, boundaryID, "",
+	n, err := e.executeTemplate(ctx, p, name, parent.DisplayName+".onExit", templateCall{name: hook.Template, ref: hook.TemplateRef}, *args, boundaryID, "",
 		execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
 	if n != nil {
 		p.addChild(p.node(parent.Name), n.ID)
@@ -73,7 +73,7 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 // errorHook records an exit handler that cannot run as an errored node, so the failure is visible and the
 // node's successors are not held forever.
 func (e *Engine) errorHook(p *Pass, name string, parent *wfv1.NodeStatus, boundaryID string, hook *wfv1.LifecycleHook, msg string) error {
-	n := e.errorNode(p, name, parent.DisplayName+".onExit", templateCall{hook.Template, hook.TemplateRef}.templateName(), boundaryID, msg)
+	n := e.errorNode(p, name, parent.DisplayName+".onExit", templateCall{name: hook.Template, ref: hook.TemplateRef}.templateName(), boundaryID, msg)
 	hooked := true
 	n.NodeFlag = &wfv1.NodeFlag{Hooked: hooked}
 	p.setNode(n)

@@ -264,4 +264,6 @@ const (
 	ReasonNodeWaitingForOldPod = "WorkflowNodeWaitingForOldPod"
 	// ReasonMissingOutputs: a node's finalized result lacks declared outputs; the node errors (I8).
 	ReasonMissingOutputs = "WorkflowNodeMissingOutputs"
+	// ReasonPVCDeleteFailed: a completed workflow's volume claim could not be deleted (it stays in status).
+	ReasonPVCDeleteFailed = "WorkflowPVCDeleteFailed"
 )

@@ -160,12 +160,7 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 				continue
 			}
 		}
-		if resolved.Template == "" && resolved.TemplateRef == nil {
-			e.failStep(p, sg, childName, run.name, run.step.Template, boundaryID,
-				fmt.Sprintf("step %s: inline templates are not supported yet", run.name))
-			return nil
-		}
-		child, err := e.executeTemplate(ctx, p, childName, run.name, templateCall{resolved.Template, resolved.TemplateRef}, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
+		child, err := e.executeTemplate(ctx, p, childName, run.name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
 		if err != nil {
 			var api *apiError
 			if errors.As(err, &api) {

@@ -60,6 +60,8 @@ func parseScope(s string) templateBase {
 type templateCall struct {
 	name string
 	ref  *wfv1.TemplateRef
+	// inline is a step's or task's own template (inline:), which has no name: its node records none.
+	inline *wfv1.Template
 }
 
 // templateName is what a node created for the call records as its templateName.
@@ -132,6 +134,18 @@ func execPodMetadata(wf *wfv1.Workflow) *wfv1.Metadata {
 // templateOf is the template a node was created from, without any I/O: every template a node was
 // created from is the workflow's own or stored. Nil when it cannot be found.
 func (p *Pass) templateOf(n *wfv1.NodeStatus) *wfv1.Template {
+	t := p.declaredTemplateOf(n)
+	if withDefaults, err := withTemplateDefaults(execSpec(p.WF), t); err == nil {
+		return withDefaults
+	}
+	return t // the node was errored with the merge's error when it was run
+}
+
+// declaredTemplateOf is the template a node was created from as declared, without templateDefaults.
+func (p *Pass) declaredTemplateOf(n *wfv1.NodeStatus) *wfv1.Template {
+	if n.TemplateName == "" && n.TemplateRef == nil {
+		return p.inlineTemplateOf(n)
+	}
 	caller := parseScope(n.TemplateScope)
 	key := storedKey(caller, n.TemplateName, n.TemplateRef)
 	if key == "" {
@@ -162,6 +176,9 @@ func (p *Pass) enter(b templateBase) func() {
 // one, or (first use) one read from its WorkflowTemplate or ClusterWorkflowTemplate and stored. A
 // missing template or WorkflowTemplate is an error naming it; a failed read is an *apiError (retried).
 func (e *Engine) resolveTemplate(ctx context.Context, p *Pass, call templateCall) (*wfv1.Template, error) {
+	if call.inline != nil {
+		return call.inline.DeepCopy(), nil
+	}
 	key := storedKey(p.base, call.name, call.ref)
 	if key == "" {
 		t := localTemplate(p.WF, call.name)
@@ -340,6 +357,14 @@ func joinSpec(own, tmpl *wfv1.WorkflowSpec) (*wfv1.WorkflowSpec, error) {
 	return spec, nil
 }
 
+// execSpec is the spec the workflow runs: the stored merged spec of a workflowTemplateRef, else its own.
+func execSpec(wf *wfv1.Workflow) *wfv1.WorkflowSpec {
+	if s := wf.Status.StoredWorkflowSpec; s != nil {
+		return s
+	}
+	return &wf.Spec
+}
+
 // useExecSpec makes p.WF.Spec the spec the workflow runs while the engine works: with a
 // workflowTemplateRef, the stored merged spec, with the live shutdown and suspend of the workflow's own
 // spec. The returned func puts the submitted spec back, so it is what gets persisted.
@@ -358,3 +383,45 @@ func (p *Pass) useExecSpec() func() {
 // startTimeout bounds reading a WorkflowTemplate while a workflow starts (the start phase has no context
 // of its own).
 const startTimeout = 10 * time.Second
+
+// inlineTemplateOf finds the inline template a node runs: its step or task, by name, in the template of
+// its boundary (the steps or DAG node it is part of). Nil when the node is not one of a step or task.
+func (p *Pass) inlineTemplateOf(n *wfv1.NodeStatus) *wfv1.Template {
+	boundary := p.nodeByID(n.BoundaryID)
+	if boundary == nil || boundary.ID == n.ID {
+		return nil
+	}
+	parent := p.declaredTemplateOf(boundary)
+	if parent == nil {
+		return nil
+	}
+	name := callerName(strings.TrimPrefix(n.Name, boundary.Name))
+	for _, group := range parent.Steps {
+		for _, step := range group.Steps {
+			if step.Name == name {
+				return step.Inline
+			}
+		}
+	}
+	if parent.DAG != nil {
+		for _, task := range parent.DAG.Tasks {
+			if task.Name == name {
+				return task.Inline
+			}
+		}
+	}
+	return nil
+}
+
+// callerName is the step or task name in what follows a boundary's node name: "[1].a(0)" of a step,
+// ".a(0:x)" of a task; argo's names of steps and tasks hold neither dots nor parentheses.
+func callerName(rest string) string {
+	if strings.HasPrefix(rest, "[") {
+		_, rest, _ = strings.Cut(rest, "]")
+	}
+	rest = strings.TrimPrefix(rest, ".")
+	if i := strings.IndexAny(rest, ".("); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}

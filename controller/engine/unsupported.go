@@ -24,9 +24,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.Synchronization != nil {
 		add("spec.synchronization")
 	}
-	if s.TemplateDefaults != nil {
-		add("spec.templateDefaults")
-	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
@@ -65,8 +62,11 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {
-			if d := inlineOrHook(step.Inline, step.Hooks); d != "" {
+			if d := nonExitHooks(step.Hooks); d != "" {
 				add("step %s: %s", step.Name, d)
+			}
+			for _, d := range unsupportedInInline(step.Inline) {
+				add("step %s: inline: %s", step.Name, d)
 			}
 			for _, a := range step.Arguments.Artifacts {
 				if a.FromExpression != "" {
@@ -76,12 +76,12 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		}
 	}
 	if t.DAG != nil {
-		if t.DAG.Target != "" {
-			add("dag.target")
-		}
 		for _, task := range t.DAG.Tasks {
-			if d := inlineOrHook(task.Inline, task.Hooks); d != "" {
+			if d := nonExitHooks(task.Hooks); d != "" {
 				add("task %s: %s", task.Name, d)
+			}
+			for _, d := range unsupportedInInline(task.Inline) {
+				add("task %s: inline: %s", task.Name, d)
 			}
 			for _, a := range task.Arguments.Artifacts {
 				if a.FromExpression != "" {
@@ -113,11 +113,16 @@ func unsupportedArtifacts(t *wfv1.Template) []string {
 	return found
 }
 
-// inlineOrHook names an inline template or a lifecycle hook other than exit (onExit and hooks.exit run).
-func inlineOrHook(inline *wfv1.Template, hooks wfv1.LifecycleHooks) string {
-	if inline != nil {
-		return "inline templates"
+// unsupportedInInline checks a step's or task's inline template by the same rules as a named one.
+func unsupportedInInline(inline *wfv1.Template) []string {
+	if inline == nil {
+		return nil
 	}
+	return unsupportedInTemplate(inline)
+}
+
+// nonExitHooks names the lifecycle hooks other than exit (onExit and hooks.exit run).
+func nonExitHooks(hooks wfv1.LifecycleHooks) string {
 	var names []string
 	for name := range hooks {
 		if name != wfv1.ExitLifecycleEvent {

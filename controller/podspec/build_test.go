@@ -44,12 +44,17 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{
 			"a container without a command is rejected because image entrypoints cannot be looked up",
 			func(in *Input) { in.Template.Container.Command = nil },
-			"template hello: container has no command; wfguard cannot look up image entrypoints",
+			`template hello: container has no command: failed to look-up entrypoint/cmd for image "alpine:3.20", you must explicitly specify the command`,
 		},
 		{
 			"a script without a command is rejected the same way",
 			func(in *Input) { in.Template = scriptTemplate(); in.Template.Script.Command = nil },
-			"template gen: container has no command; wfguard cannot look up image entrypoints",
+			`template gen: container has no command: failed to look-up entrypoint/cmd for image "python:3.12-alpine"`,
+		},
+		{
+			"an inline template without a command is named as inline",
+			func(in *Input) { in.Template.Name = ""; in.Template.Container.Command = nil },
+			"inline template: container has no command: failed to look-up entrypoint/cmd",
 		},
 		{
 			"a sidecar without a command is rejected and named",
@@ -364,6 +369,30 @@ func TestBuildPodSpecPatch(t *testing.T) {
 			t.Errorf("terminationGracePeriodSeconds = %s, want 20", got)
 		}
 		assertEnvInContainers(t, pod, common.EnvVarTerminationGracePeriodSeconds, "20")
+	})
+	t.Run("the workflow patch's {{workflow.*}} and {{pod.name}} are substituted before it is applied", func(t *testing.T) {
+		in := containerInput()
+		in.Globals = map[string]string{"workflow.parameters.mem": "100Mi", "workflow.parameters.note": `say "hi"`}
+		in.Workflow.Spec.PodSpecPatch = "containers:\n- name: main\n  resources: {limits: {memory: \"{{workflow.parameters.mem}}\"}}\n" +
+			"  env: [{name: POD, value: \"{{pod.name}}\"}, {name: NOTE, value: '{{workflow.parameters.note}}'}]\n"
+		pod := mustBuild(t, in)
+		main := pod.Spec.Containers[1]
+		if got := main.Resources.Limits.Memory().String(); got != "100Mi" {
+			t.Errorf("memory limit = %s, want 100Mi", got)
+		}
+		if got := envValue(t, main, "POD"); got != pod.Name {
+			t.Errorf("POD = %q, want the pod's name %q", got, pod.Name)
+		}
+		if got := envValue(t, main, "NOTE"); got != `say "hi"` {
+			t.Errorf("NOTE = %q, want the value with its quotes", got)
+		}
+	})
+	t.Run("a patch still invalid after substitution is an error naming it", func(t *testing.T) {
+		in := containerInput()
+		in.Workflow.Spec.PodSpecPatch = `{"containers":[{"name":"main","resources":{"limits":{"cpu":"{{workflow.parameters.unset}}"}}}]}`
+		if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "is not a pod spec") {
+			t.Errorf("Build error = %v, want the patch named as not a pod spec", err)
+		}
 	})
 }
 

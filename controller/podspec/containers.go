@@ -147,11 +147,21 @@ func (b *builder) requireImage(c *corev1.Container) error {
 // wfguard does not have, so the command is required.
 func (b *builder) wrapInEmissary(c *corev1.Container) error {
 	if len(c.Command) == 0 {
-		return fmt.Errorf("template %s: %s has no command; wfguard cannot look up image entrypoints", b.tmpl.Name, describeContainer(c))
+		// argo's own wording follows, so the error reads as argo's does when its look-up fails.
+		return fmt.Errorf("%s: %s has no command: failed to look-up entrypoint/cmd for image %q, you must explicitly specify the command "+
+			"(wfguard does not read image entrypoints from a registry)", b.templateLabel(), describeContainer(c), c.Image)
 	}
 	prefix := append(append([]string{emissaryPath, "emissary"}, executorLogOptions...), "--")
 	c.Command = append(prefix, c.Command...)
 	return nil
+}
+
+// templateLabel names the template in errors; an inline template has no name of its own.
+func (b *builder) templateLabel() string {
+	if b.tmpl.Name == "" {
+		return "inline template"
+	}
+	return "template " + b.tmpl.Name
 }
 
 func describeContainer(c *corev1.Container) string {

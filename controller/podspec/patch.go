@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/argoproj/argo-workflows/v3/util/template"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
@@ -28,6 +31,9 @@ func (b *builder) applyPodSpecPatches(pod *corev1.Pod) error {
 		return fmt.Errorf("encoding pod spec to apply podSpecPatch: %w", err)
 	}
 	for _, patch := range patches {
+		if patch, err = b.substitutePatch(patch, pod.Name); err != nil {
+			return fmt.Errorf("template %s: %w", b.tmpl.Name, err)
+		}
 		if spec, err = applyPodSpecPatch(spec, patch); err != nil {
 			return fmt.Errorf("template %s: %w", b.tmpl.Name, err)
 		}
@@ -56,4 +62,27 @@ func applyPodSpecPatch(spec []byte, patchYAML string) ([]byte, error) {
 		return nil, fmt.Errorf("applying podSpecPatch: %w", err)
 	}
 	return patched, nil
+}
+
+// substitutePatch resolves {{workflow.*}} and {{pod.name}} in a podSpecPatch before it is applied, as
+// argo does: a patch setting a limit from a workflow parameter is not a valid pod spec until then. The
+// patch is substituted as a JSON string, so a value with quotes or newlines stays one string.
+func (b *builder) substitutePatch(patch, podName string) (string, error) {
+	params := map[string]string{common.LocalVarPodName: podName}
+	for k, v := range b.in.Globals {
+		params[k] = v
+	}
+	quoted, err := json.Marshal(patch)
+	if err != nil {
+		return "", fmt.Errorf("encoding podSpecPatch: %w", err)
+	}
+	replaced, err := template.Replace(string(quoted), params, true)
+	if err != nil {
+		return "", fmt.Errorf("substituting the podSpecPatch variables: %w", err)
+	}
+	var out string
+	if err := json.Unmarshal([]byte(replaced), &out); err != nil {
+		return "", fmt.Errorf("decoding podSpecPatch after substitution: %w", err)
+	}
+	return out, nil
 }

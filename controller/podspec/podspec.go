@@ -39,6 +39,9 @@ type Input struct {
 	StatusFinalizer     bool      // add workflows.argoproj.io/status finalizer + AnnotationStatusFinalizerManaged="true"
 	OnExit              bool      // label workflows.argoproj.io/on-exit=true
 	PodGCStrategy       string    // "" = none; else annotation workflows.argoproj.io/pod-gc-strategy "<strategy>/<delay>" provided verbatim
+	// Globals are the {{workflow.*}} variables podSpecPatch is substituted with ({{pod.name}} is added
+	// here); the template's own patch was already substituted with them and its inputs.
+	Globals map[string]string
 }
 
 // Build returns the pod for one container, script or resource node. Every error is a
