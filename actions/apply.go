@@ -104,6 +104,7 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		}
 		t := true
 		ext.Suspended = &t
+		wf.Spec.Suspend = &t // mirrored where argo's typed clients keep it (see mirrorShutdown)
 		return succeeded("workflow suspended")
 	case v1alpha1.ActionResume:
 		return resume(wf, ext, a.Spec.Resume, now)
@@ -111,14 +112,22 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		if a.Spec.Stop != nil && a.Spec.Stop.NodeFieldSelector != "" {
 			return stopNodes(wf, a.Spec.Stop, now)
 		}
-		ext.Shutdown = wfv1.ShutdownStrategyStop
+		mirrorShutdown(wf, ext, wfv1.ShutdownStrategyStop)
 		return succeeded("workflow stopping")
 	case v1alpha1.ActionTerminate:
-		ext.Shutdown = wfv1.ShutdownStrategyTerminate
+		mirrorShutdown(wf, ext, wfv1.ShutdownStrategyTerminate)
 		return succeeded("workflow terminating")
 	default:
 		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop or Terminate)", a.Spec.Action)
 	}
+}
+
+// mirrorShutdown records an accepted shutdown in status.shutdown and, like a suspension, in the spec field
+// argo uses for it. argo's CLI, server and UI rewrite whole Workflows through argo's Go types, which drop
+// wfguard's status fields; the spec field survives such a write, so a Stop or Suspend is never lost to it.
+func mirrorShutdown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy) {
+	ext.Shutdown = s
+	wf.Spec.Shutdown = s
 }
 
 func suspended(wf *wfv1.Workflow, ext *extstatus.Extensions) bool {

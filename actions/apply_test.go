@@ -126,3 +126,45 @@ func TestOutcomesAreBoundedWhateverTheActionCarries(t *testing.T) {
 		t.Errorf("a Stop with a 1 MiB message: %s, node message %d bytes, want applied within %d", out.Reason, len(n.Message), MaxMessageLength)
 	}
 }
+
+// A write through argo's Go types (argo's CLI, server, UI) drops status.suspended and status.shutdown: an
+// accepted Suspend, Stop or Terminate is mirrored into the spec field argo uses, which such a write keeps.
+func TestAnAcceptedSuspendOrShutdownSurvivesAWriteThatDropsWfguardsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		sentence     string
+		action       string
+		wantSuspend  bool
+		wantShutdown wfv1.ShutdownStrategy
+	}{
+		{"a Suspend", v1alpha1.ActionSuspend, true, ""},
+		{"a Stop", v1alpha1.ActionStop, false, wfv1.ShutdownStrategyStop},
+		{"a Terminate", v1alpha1.ActionTerminate, false, wfv1.ShutdownStrategyTerminate},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := approvalWith(nil)
+			ext := &extstatus.Extensions{}
+			out := Apply(wf, ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{Action: tc.action}}, metav1.Now())
+			if out.Phase != v1alpha1.PhaseSucceeded {
+				t.Fatalf("outcome %+v", out)
+			}
+			dropped := &extstatus.Extensions{} // what is left of wfguard's status after the foreign write
+			if got := suspended(wf, dropped); got != tc.wantSuspend {
+				t.Errorf("suspended after the write = %v, want %v", got, tc.wantSuspend)
+			}
+			if wf.Spec.Shutdown != tc.wantShutdown {
+				t.Errorf("spec.shutdown = %q, want %q", wf.Spec.Shutdown, tc.wantShutdown)
+			}
+		})
+	}
+	t.Run("a Resume lifts the mirrored suspension too", func(t *testing.T) {
+		yes := "yes"
+		wf, ext := approvalWith(&yes), &extstatus.Extensions{}
+		Apply(wf, ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{Action: v1alpha1.ActionSuspend}}, metav1.Now())
+		if out := Apply(wf, ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{Action: v1alpha1.ActionResume}}, metav1.Now()); out.Phase != v1alpha1.PhaseSucceeded {
+			t.Fatalf("resume: %+v", out)
+		}
+		if suspended(wf, &extstatus.Extensions{}) || suspended(wf, ext) {
+			t.Errorf("still suspended after a Resume: spec.suspend=%v status.suspended=%v", wf.Spec.Suspend, ext.Suspended)
+		}
+	})
+}

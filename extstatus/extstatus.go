@@ -57,7 +57,55 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	if err := json.Unmarshal(data, &wrapper); err != nil {
 		return nil, ext, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	return wf, wrapper.Status, nil
+	ext = wrapper.Status
+	if ext.AppliedActions == nil {
+		ext.AppliedActions = appliedFromAnnotation(wf.Annotations[AnnotationAppliedActions])
+	}
+	return wf, ext, nil
+}
+
+// AnnotationAppliedActions mirrors the write-ahead record without its messages. argo's CLI, server and UI
+// rewrite whole Workflows through argo's Go types, which keep annotations but drop status.appliedActions: the
+// mirror lets the drain still see those actions as applied, so none is applied twice.
+const AnnotationAppliedActions = "wfguard.io/applied-actions"
+
+// LostMessage is the message of an outcome restored from the annotation.
+const LostMessage = "applied; its message was lost when another writer rewrote the workflow through argo's types"
+
+type appliedMirror struct {
+	UID     types.UID `json:"uid"`
+	Name    string    `json:"name"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// appliedFromAnnotation restores the record a foreign write dropped. A malformed annotation restores nothing:
+// it is only a mirror of what the controller wrote.
+func appliedFromAnnotation(v string) []AppliedAction {
+	if v == "" {
+		return nil
+	}
+	var mirror []appliedMirror
+	if err := json.Unmarshal([]byte(v), &mirror); err != nil {
+		return nil
+	}
+	var out []AppliedAction
+	for _, m := range mirror {
+		if m.UID == "" {
+			continue
+		}
+		out = append(out, AppliedAction{UID: m.UID, Name: m.Name, Outcome: m.Outcome, Reason: m.Reason, Message: LostMessage})
+	}
+	return out
+}
+
+func appliedAnnotation(record []AppliedAction) (string, error) {
+	mirror := make([]appliedMirror, 0, len(record))
+	for _, a := range record {
+		mirror = append(mirror, appliedMirror{UID: a.UID, Name: a.Name, Outcome: a.Outcome, Reason: a.Reason})
+	}
+	data, err := json.Marshal(mirror)
+	return string(data), err
 }
 
 // ToUnstructured encodes a Workflow with its extensions merged into status.
@@ -89,6 +137,19 @@ func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructur
 		}
 	}
 	u.Object["status"] = status
+	annotations := u.GetAnnotations()
+	delete(annotations, AnnotationAppliedActions)
+	if len(ext.AppliedActions) > 0 {
+		mirror, err := appliedAnnotation(ext.AppliedActions)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the applied-actions mirror of %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationAppliedActions] = mirror
+	}
+	u.SetAnnotations(annotations)
 	u.SetAPIVersion(wfv1.SchemeGroupVersion.String())
 	u.SetKind("Workflow")
 	return u, nil

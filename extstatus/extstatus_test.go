@@ -1,6 +1,8 @@
 package extstatus
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -95,5 +97,72 @@ func TestTheCRDCheckRefusesSchemasThatWouldPrune(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// argo's CLI, server and UI write whole Workflows back through argo's Go types: the record of applied actions
+// must survive such a write (in an annotation those types keep), so no action is applied twice.
+func TestTheAppliedRecordSurvivesAWriteThroughArgosTypes(t *testing.T) {
+	for _, tc := range []struct {
+		sentence   string
+		annotation string // replaces the mirror after the foreign write; "-" keeps it
+		want       []AppliedAction
+	}{
+		{"the record comes back from its mirror, with its message marked lost", "-",
+			[]AppliedAction{{UID: "u1", Name: "a1", Outcome: "Succeeded", Reason: "Applied", Message: LostMessage}}},
+		{"a malformed mirror restores nothing", "{not json", nil},
+		{"a mirror entry without a UID is not restored", `[{"name":"a1","outcome":"Succeeded"}]`, nil},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{}
+			wf.Name, wf.Namespace = "wf", "ns"
+			u, err := ToUnstructured(wf, Extensions{AppliedActions: []AppliedAction{{UID: "u1", Name: "a1", Outcome: "Succeeded", Reason: "Applied", Message: "workflow suspended"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The foreign write: decode into argo's type and encode again, as argo's typed client does.
+			data, err := u.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var typed wfv1.Workflow
+			if err := json.Unmarshal(data, &typed); err != nil {
+				t.Fatal(err)
+			}
+			if tc.annotation != "-" {
+				typed.Annotations[AnnotationAppliedActions] = tc.annotation
+			}
+			raw, err := json.Marshal(&typed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewritten := &unstructured.Unstructured{}
+			if err := rewritten.UnmarshalJSON(raw); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, _ := unstructured.NestedFieldNoCopy(rewritten.Object, "status", "appliedActions"); found {
+				t.Fatal("the write through argo's types kept status.appliedActions: the test no longer models it")
+			}
+			_, ext, err := FromUnstructured(rewritten)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ext.AppliedActions, tc.want) {
+				t.Fatalf("record %+v, want %+v", ext.AppliedActions, tc.want)
+			}
+		})
+	}
+}
+
+func TestThePrunedRecordLeavesNoMirror(t *testing.T) {
+	wf := &wfv1.Workflow{}
+	wf.Name, wf.Namespace = "wf", "ns"
+	wf.Annotations = map[string]string{AnnotationAppliedActions: `[{"uid":"old"}]`, "keep": "me"}
+	u, err := ToUnstructured(wf, Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.GetAnnotations(); got[AnnotationAppliedActions] != "" || got["keep"] != "me" {
+		t.Fatalf("annotations %v, want the mirror gone and the rest kept", got)
 	}
 }

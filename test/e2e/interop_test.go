@@ -1,0 +1,84 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+
+	"github.com/wfguard/wfguard/actions"
+	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+)
+
+// argoClient runs argo's own client code (bin/argo-client: argo v3.7's workflow/util and typed clientset,
+// built by make argo-tools) against the test's namespace, as argo's CLI, server and UI would.
+func (e *env) argoClient(args ...string) {
+	e.t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	root, err := controlplane.ModuleRoot(wd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin", "argo-client")
+	if _, err := os.Stat(bin); err != nil {
+		e.t.Fatalf("%s is missing: run `make argo-tools`", bin)
+	}
+	cmd := exec.CommandContext(e.t.Context(), bin, append([]string{"--kubeconfig", cp.Kubeconfig, "-n", e.ns}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		e.t.Fatalf("argo-client %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// A suspension accepted from an action survives argo's clients rewriting the whole Workflow through argo's
+// types (which drop status.suspended and status.appliedActions), and argo's own resume lifts it: nothing
+// applied twice, nothing lost.
+func TestASuspendActionSurvivesArgosClientsAndArgosResumeLiftsIt(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	wf := e.submit(fmt.Sprintf(approval, "interop"))
+	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "interop[0].approve")
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
+	s := e.act("suspend", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	expectOutcome(t, s, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+
+	// argo's server relabelling the workflow: a Get and a whole-object Update through argo's typed client.
+	e.argoClient("--label", "team=blue", "label", wf.Name)
+	relabelled := e.waitFor(wf.Name, "relabelled", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Labels["team"] == "blue" })
+	if relabelled.Spec.Suspend == nil || !*relabelled.Spec.Suspend {
+		t.Fatalf("after argo's write spec.suspend = %v: the accepted suspension is not where argo's types keep it", relabelled.Spec.Suspend)
+	}
+	// Approve the node only: the workflow-level suspension must still hold the next step.
+	r := e.act("approve", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
+		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=approve", OutputParameters: map[string]string{"answer": "yes"}}})
+	expectOutcome(t, r, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	held := e.waitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := nodeByName(wf, "interop[0].approve")
+		return n != nil && n.Phase == wfv1.NodeSucceeded
+	})
+	if nodeByName(held, "interop[1].after") != nil {
+		t.Fatalf("a step started while the workflow was suspended: argo's write lost the suspension\n%s", describe(held))
+	}
+	// A second Suspend is refused, not applied again: the suspension was neither lost nor doubled.
+	again := e.act("suspend-again", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	expectOutcome(t, again, v1alpha1.PhaseFailed, actions.ReasonNothingToSuspend)
+
+	// argo's own resume (workflow/util.ResumeWorkflow) lifts it.
+	e.argoClient("resume", wf.Name)
+	done := e.waitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s after argo's resume\n%s", done.Status.Phase, describe(done))
+	}
+	if args := mainArgs(e.podOf(done, "interop[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
+		t.Errorf("after's argv = %v, want the answer supplied before argo's write", args)
+	}
+}
