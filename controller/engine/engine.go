@@ -337,8 +337,6 @@ type execOpts struct {
 	flag *wfv1.NodeFlag
 	// attempt: one attempt of a retry node, whose retryStrategy is applied by the retry node.
 	attempt bool
-	// resultName is the step or task name a parent reads outputs.result by, when the node's differs.
-	resultName string
 	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
 	retryParams common.Parameters
 }
@@ -508,11 +506,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	n.Inputs = inputsOf(tmpl)
 	taskresult.CloseGate(n)
 	p.setNode(n)
-	resultName := displayName
-	if opts.resultName != "" {
-		resultName = opts.resultName
-	}
-	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	include := includeScriptOutput(parentTmplJSON, nodeName)
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
@@ -652,13 +646,6 @@ func (e *apiError) Unwrap() error { return e.err }
 
 // MaxTemplateDepth bounds template nesting, so a template that calls itself cannot exhaust the stack.
 const MaxTemplateDepth = 100
-
-// readsResult reports whether the parent template references this step's or task's outputs.result,
-// in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT).
-func readsResult(parentTmplJSON, name string) bool {
-	return parentTmplJSON != "" && (strings.Contains(parentTmplJSON, "steps."+name+".outputs.result") ||
-		strings.Contains(parentTmplJSON, "tasks."+name+".outputs.result"))
-}
 
 // executeSuspend keeps a Suspend node Running until its duration passes (or a resume marks it done).
 func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string) *wfv1.NodeStatus {
