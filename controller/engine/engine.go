@@ -198,7 +198,8 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return err
 	}
 	if !suspended(p) || shutdown(p).Enabled() {
-		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{}); err != nil {
+		_, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{})
+		if err = recordedOnNode(err); err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
 				return err // transient: the pass is persisted and retried with backoff
@@ -510,7 +511,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+		return p.markPhase(n, wfv1.NodeError, err.Error()), &startError{err: err}
 	}
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
@@ -530,7 +531,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
 		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+		return p.markPhase(n, wfv1.NodeError, podBuildMessage(err)), &startError{err: err}
 	}
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})

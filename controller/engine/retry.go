@@ -173,7 +173,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 		attemptOpts.retryParams = attemptParams(num, last)
 		name := fmt.Sprintf("%s(%d)", nodeName, num)
 		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", displayName, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
-		if err != nil || child == nil {
+		if err = recordedOnNode(err); err != nil || child == nil {
 			return p.node(nodeName), err
 		}
 		p.addChild(p.node(nodeName), child.ID)

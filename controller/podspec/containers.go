@@ -134,11 +134,23 @@ func (b *builder) requireImage(c *corev1.Container) error {
 // wfguard does not have, so the command is required.
 func (b *builder) wrapInEmissary(c *corev1.Container) error {
 	if len(c.Command) == 0 {
-		return fmt.Errorf("template %s: %s has no command; wfguard cannot look up image entrypoints", b.tmpl.Name, describeContainer(c))
+		return &EntrypointError{Image: c.Image, Template: b.tmpl.Name, Container: describeContainer(c)}
 	}
 	prefix := append(append([]string{emissaryPath, "emissary"}, executorLogOptions...), "--")
 	c.Command = append(prefix, c.Command...)
 	return nil
+}
+
+// EntrypointError is a container with no command, whose image's entrypoint wfguard cannot look up. Its
+// message starts as argo's does when its look-up fails, so the node errors with argo's words.
+type EntrypointError struct {
+	Image, Template, Container string
+}
+
+func (e *EntrypointError) Error() string {
+	return fmt.Sprintf("failed to look-up entrypoint/cmd for image %q, you must either explicitly specify the command, "+
+		"or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: "+
+		"wfguard does not look up image entrypoints (template %s, %s)", e.Image, e.Template, e.Container)
 }
 
 func describeContainer(c *corev1.Container) string {
