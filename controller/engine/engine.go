@@ -418,7 +418,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)
-	if n == nil && parallelismReached(p, boundaryID) {
+	if n == nil && (failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID)) {
 		return nil, nil // a running node's end (a pod event) brings the next pass
 	}
 	if n == nil && opts.flag != nil {

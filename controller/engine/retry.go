@@ -135,7 +135,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 	tmpl *wfv1.Template, strategy *wfv1.RetryStrategy, boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
 	n := p.node(nodeName)
 	if n == nil {
-		if parallelismReached(p, boundaryID) {
+		if failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID) {
 			return nil, nil
 		}
 		n = p.newNode(nodeName, displayName, wfv1.NodeTypeRetry, tmplName, boundaryID, wfv1.NodeRunning, "")
