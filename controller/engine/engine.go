@@ -411,8 +411,10 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
 	}
-	if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
-		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
+	if !opts.attempt { // argo renames a retry node, not its attempts
+		if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
+			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
+		}
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
