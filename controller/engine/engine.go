@@ -340,6 +340,9 @@ type execOpts struct {
 	attempt bool
 	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
 	retryParams common.Parameters
+	// attemptBase names a retry's attempts (base(0), base(1), …): the step's or task's own display name,
+	// kept when a display-name annotation renames the retry node.
+	attemptBase string
 }
 
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
@@ -412,6 +415,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}
 	}
 	if !opts.attempt { // argo renames a retry node, not its attempts
+		opts.attemptBase = displayName
 		if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
 			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
