@@ -217,7 +217,8 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return err
 	}
 	if !suspended(p) || shutdown(p).Enabled() {
-		if _, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{}); err != nil {
+		_, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{})
+		if err = recordedOnNode(err); err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
 				return err // transient: the pass is persisted and retried with backoff
@@ -356,10 +357,11 @@ type execOpts struct {
 	flag *wfv1.NodeFlag
 	// attempt: one attempt of a retry node, whose retryStrategy is applied by the retry node.
 	attempt bool
-	// resultName is the step or task name a parent reads outputs.result by, when the node's differs.
-	resultName string
 	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
 	retryParams common.Parameters
+	// attemptBase names a retry's attempts (base(0), base(1), …): the step's or task's own display name,
+	// kept when a display-name annotation renames the retry node.
+	attemptBase string
 }
 
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
@@ -434,11 +436,17 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
 	}
+	if !opts.attempt { // argo renames a retry node, not its attempts
+		opts.attemptBase = displayName
+		if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
+			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
+		}
+	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)
-	if n == nil && parallelismReached(p, boundaryID) {
+	if n == nil && (failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID)) {
 		return nil, nil // a running node's end (a pod event) brings the next pass
 	}
 	if n == nil && opts.flag != nil {
@@ -530,18 +538,14 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	n.Inputs = inputsOf(tmpl)
 	taskresult.CloseGate(n)
 	p.setNode(n)
-	resultName := displayName
-	if opts.resultName != "" {
-		resultName = opts.resultName
-	}
-	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	include := includeScriptOutput(parentTmplJSON, nodeName)
 	if tmpl.GetType() == wfv1.TemplateTypeResource {
 		include = false // argoexec's resource command prints no result; argo never asks it for one
 	}
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+		return p.markPhase(n, wfv1.NodeError, err.Error()), &startError{err: err}
 	}
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
@@ -555,15 +559,14 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 			err = applyTimeout(pod, n, timeout, p.Now)
 		}
 	}
+	if err == nil {
+		err = refuseUnresolvedOutputs(pod)
+	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive. Like argo, the error is also
-		// the caller's: a step group or the entrypoint errors naming this child.
+		// its caller's (startError): a step group or DAG errors naming this child.
 		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), err
-	}
-	if err := refuseUnresolvedOutputs(pod); err != nil {
-		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), nil
+		return p.markPhase(n, wfv1.NodeError, podBuildMessage(err)), &startError{err: err}
 	}
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
@@ -679,13 +682,6 @@ func (e *apiError) Unwrap() error { return e.err }
 
 // MaxTemplateDepth bounds template nesting, so a template that calls itself cannot exhaust the stack.
 const MaxTemplateDepth = 100
-
-// readsResult reports whether the parent template references this step's or task's outputs.result,
-// in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT).
-func readsResult(parentTmplJSON, name string) bool {
-	return parentTmplJSON != "" && (strings.Contains(parentTmplJSON, "steps."+name+".outputs.result") ||
-		strings.Contains(parentTmplJSON, "tasks."+name+".outputs.result"))
-}
 
 // executeSuspend keeps a Suspend node Running until its duration passes (or a resume marks it done).
 func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string) *wfv1.NodeStatus {

@@ -30,7 +30,7 @@ func (e *Engine) runWorkflowExitHandler(ctx context.Context, p *Pass, root *wfv1
 	defer func() { p.extraGlobals, p.exiting = nil, false }()
 	n, err := e.executeTemplate(ctx, p, name, name, templateCall{name: hook.Template, ref: hook.TemplateRef}, hook.Arguments, "", "",
 		execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
-	if err != nil {
+	if err = recordedOnNode(err); err != nil {
 		return nil, false, err
 	}
 	return n, n != nil && fulfilled(n), nil

@@ -98,7 +98,7 @@ func TestTemplateFeaturesRunWithArgosNodeTree(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, steps: [[{name: a, inline: {container: {image: argoproj/argosay:v2}}}]]}`,
-			wfv1.WorkflowFailed, "step group deemed errored due to child wf[0].a error: building pod for node wf[0].a", []string{
+			wfv1.WorkflowFailed, "step group deemed errored due to child wf[0].a error: failed to look-up entrypoint/cmd for image", []string{
 				"wf → wf Steps Failed", "wf[0] → [0] StepGroup Error", "wf[0].a → a Pod Error"}},
 		{"a task's inline template runs as the task's pod, and an inline steps template runs its own steps",
 			`spec:

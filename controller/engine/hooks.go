@@ -64,7 +64,7 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 	if n != nil {
 		p.addChild(p.node(parent.Name), n.ID)
 	}
-	if err != nil {
+	if err = recordedOnNode(err); err != nil {
 		return false, err
 	}
 	return n != nil && fulfilled(p.node(name)), nil

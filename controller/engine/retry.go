@@ -135,7 +135,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 	tmpl *wfv1.Template, strategy *wfv1.RetryStrategy, boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
 	n := p.node(nodeName)
 	if n == nil {
-		if parallelismReached(p, boundaryID) {
+		if failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID) {
 			return nil, nil
 		}
 		n = p.newNode(nodeName, displayName, wfv1.NodeTypeRetry, tmplName, boundaryID, wfv1.NodeRunning, "")
@@ -171,12 +171,9 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 		attemptOpts.attempt = true
 		attemptOpts.flag = &wfv1.NodeFlag{Retried: true, Hooked: opts.flag != nil && opts.flag.Hooked}
 		attemptOpts.retryParams = attemptParams(num, last)
-		if attemptOpts.resultName == "" {
-			attemptOpts.resultName = displayName
-		}
 		name := fmt.Sprintf("%s(%d)", nodeName, num)
-		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", displayName, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
-		if err != nil || child == nil {
+		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", opts.attemptBase, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
+		if err = recordedOnNode(err); err != nil || child == nil {
 			return p.node(nodeName), err
 		}
 		p.addChild(p.node(nodeName), child.ID)

@@ -95,6 +95,13 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			return nil, err
 		}
 		l := loop{r.WithItems, r.WithParam, r.WithSequence}
+		if !l.set() {
+			// A `when` that cannot be evaluated errors the group before any of it starts, and no node
+			// records the step, as argo does; a loop's `when` is evaluated per iteration instead.
+			if _, err := evalWhen(r.When); err != nil {
+				return nil, err
+			}
+		}
 		if err := resolveStepArtifacts(arts, r.When, l.set(), &r.Arguments); err != nil {
 			return nil, fmt.Errorf("unable to resolve references: %s", err) // argo's message
 		}

@@ -59,6 +59,9 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
 	}
+	if t.ContainerSet != nil {
+		add("containerSet") // argo runs its containers in one pod, each with a Container node
+	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {

@@ -44,24 +44,24 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{
 			"a container without a command is rejected because image entrypoints cannot be looked up",
 			func(in *Input) { in.Template.Container.Command = nil },
-			`template hello: container has no command: failed to look-up entrypoint/cmd for image "alpine:3.20", you must explicitly specify the command`,
+			`failed to look-up entrypoint/cmd for image "alpine:3.20", you must either explicitly specify the command, or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: wfguard does not look up image entrypoints (template hello, container)`,
 		},
 		{
 			"a script without a command is rejected the same way",
 			func(in *Input) { in.Template = scriptTemplate(); in.Template.Script.Command = nil },
-			`template gen: container has no command: failed to look-up entrypoint/cmd for image "python:3.12-alpine"`,
+			"wfguard does not look up image entrypoints (template gen, container)",
 		},
 		{
 			"an inline template without a command is named as inline",
 			func(in *Input) { in.Template.Name = ""; in.Template.Container.Command = nil },
-			"inline template: container has no command: failed to look-up entrypoint/cmd",
+			"wfguard does not look up image entrypoints (inline template, container)",
 		},
 		{
 			"a sidecar without a command is rejected and named",
 			func(in *Input) {
 				in.Template.Sidecars = []wfv1.UserContainer{{Container: corev1.Container{Name: "proxy", Image: "envoy"}}}
 			},
-			"template hello: container proxy has no command",
+			`failed to look-up entrypoint/cmd for image "envoy", you must either explicitly specify the command, or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: wfguard does not look up image entrypoints (template hello, container proxy)`,
 		},
 		{
 			"a user init container without an image is rejected and named",

@@ -147,9 +147,7 @@ func (b *builder) requireImage(c *corev1.Container) error {
 // wfguard does not have, so the command is required.
 func (b *builder) wrapInEmissary(c *corev1.Container) error {
 	if len(c.Command) == 0 {
-		// argo's own wording follows, so the error reads as argo's does when its look-up fails.
-		return fmt.Errorf("%s: %s has no command: failed to look-up entrypoint/cmd for image %q, you must explicitly specify the command "+
-			"(wfguard does not read image entrypoints from a registry)", b.templateLabel(), describeContainer(c), c.Image)
+		return &EntrypointError{Image: c.Image, Template: b.templateLabel(), Container: describeContainer(c)}
 	}
 	prefix := append(append([]string{emissaryPath, "emissary"}, executorLogOptions...), "--")
 	c.Command = append(prefix, c.Command...)
@@ -162,6 +160,18 @@ func (b *builder) templateLabel() string {
 		return "inline template"
 	}
 	return "template " + b.tmpl.Name
+}
+
+// EntrypointError is a container with no command, whose image's entrypoint wfguard cannot look up. Its
+// message starts as argo's does when its look-up fails, so the node errors with argo's words.
+type EntrypointError struct {
+	Image, Template, Container string
+}
+
+func (e *EntrypointError) Error() string {
+	return fmt.Sprintf("failed to look-up entrypoint/cmd for image %q, you must either explicitly specify the command, "+
+		"or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: "+
+		"wfguard does not look up image entrypoints (%s, %s)", e.Image, e.Template, e.Container)
 }
 
 func describeContainer(c *corev1.Container) string {
