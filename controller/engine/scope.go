@@ -37,8 +37,14 @@ func globalParams(wf *wfv1.Workflow) common.Parameters {
 	if wf.Spec.Priority != nil {
 		g["workflow.priority"] = fmt.Sprint(*wf.Spec.Priority)
 	}
-	if data, err := json.Marshal(wf.Spec.Arguments.Parameters); err == nil {
-		g["workflow.parameters"] = string(data)
+	// The JSON forms, under both of argo's names; expression tags read the .json ones, e.g.
+	// jsonpath(workflow.parameters.json, '$[0].value').
+	for name, v := range map[string]any{"workflow.parameters": wf.Spec.Arguments.Parameters,
+		"workflow.labels": wf.Labels, "workflow.annotations": wf.Annotations} {
+		if data, err := json.Marshal(v); err == nil {
+			g[name] = string(data)
+			g[name+".json"] = string(data)
+		}
 	}
 	return g
 }
