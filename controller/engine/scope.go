@@ -37,6 +37,7 @@ func globalParams(wf *wfv1.Workflow) common.Parameters {
 	if wf.Spec.Priority != nil {
 		g["workflow.priority"] = fmt.Sprint(*wf.Spec.Priority)
 	}
+	globalOutputParams(wf, g)
 	// The JSON forms, under both of argo's names; expression tags read the .json ones, e.g.
 	// jsonpath(workflow.parameters.json, '$[0].value').
 	for name, v := range map[string]any{"workflow.parameters": wf.Spec.Arguments.Parameters,
