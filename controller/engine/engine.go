@@ -341,6 +341,8 @@ type execOpts struct {
 	resultName string
 	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
 	retryParams common.Parameters
+	// writtenRetryExpr is the retryStrategy.expression before parameter substitution.
+	writtenRetryExpr string
 }
 
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
@@ -413,6 +415,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
+		opts.writtenRetryExpr = retryStrategyOf(p.WF, tmpl).Expression
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)
