@@ -337,8 +337,6 @@ type execOpts struct {
 	flag *wfv1.NodeFlag
 	// attempt: one attempt of a retry node, whose retryStrategy is applied by the retry node.
 	attempt bool
-	// resultName is the step or task name a parent reads outputs.result by, when the node's differs.
-	resultName string
 	// retryParams are an attempt's {{retries}} and {{lastRetry.*}}.
 	retryParams common.Parameters
 	// writtenRetryExpr is the retryStrategy.expression before parameter substitution.
@@ -511,11 +509,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	n.Inputs = inputsOf(tmpl)
 	taskresult.CloseGate(n)
 	p.setNode(n)
-	resultName := displayName
-	if opts.resultName != "" {
-		resultName = opts.resultName
-	}
-	include := tmpl.GetType() == wfv1.TemplateTypeScript || readsResult(parentTmplJSON, resultName)
+	include := readsResult(parentTmplJSON, refName(nodeName))
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {
 		taskresult.OpenGate(n)
@@ -657,10 +651,49 @@ func (e *apiError) Unwrap() error { return e.err }
 const MaxTemplateDepth = 100
 
 // readsResult reports whether the parent template references this step's or task's outputs.result,
-// in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT).
+// in which case argoexec must capture stdout (ARGO_INCLUDE_SCRIPT_OUTPUT). As in argo, this holds for
+// scripts too: a script whose result nobody reads runs without it. The forms are argo's: a reference
+// ({{steps.NAME.outputs.result}}) or an expression's index with single quotes (steps['NAME'].outputs.result).
 func readsResult(parentTmplJSON, name string) bool {
-	return parentTmplJSON != "" && (strings.Contains(parentTmplJSON, "steps."+name+".outputs.result") ||
-		strings.Contains(parentTmplJSON, "tasks."+name+".outputs.result"))
+	if parentTmplJSON == "" {
+		return false
+	}
+	for _, kind := range []string{"steps", "tasks"} {
+		if strings.Contains(parentTmplJSON, kind+"."+name+".outputs.result") ||
+			strings.Contains(parentTmplJSON, kind+"['"+name+"'].outputs.result") {
+			return true
+		}
+	}
+	return false
+}
+
+// refName is the step or task name a node is referenced by in its parent template: the last dotted
+// segment of its name once trailing (...) and [...] groups (loop items, retry attempts, step groups) are
+// dropped, e.g. "wf[1].fan(0:a.b)(2)" is "fan".
+func refName(nodeName string) string {
+	end := len(nodeName)
+	var opener byte // while inside a group: the character that opens it
+scan:
+	for i := len(nodeName) - 1; i >= 0; i-- {
+		switch c := nodeName[i]; {
+		case opener != 0:
+			if c == opener {
+				opener = 0
+			}
+		case c == ')':
+			opener = '('
+		case c == ']':
+			opener = '['
+		default:
+			end = i + 1
+			break scan
+		}
+	}
+	name := nodeName[:end]
+	if dot := strings.LastIndex(name, "."); dot >= 0 {
+		name = name[dot+1:]
+	}
+	return name
 }
 
 // executeSuspend keeps a Suspend node Running until its duration passes (or a resume marks it done).

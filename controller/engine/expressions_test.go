@@ -174,3 +174,33 @@ func nodeSummary(wf *wfv1.Workflow) map[string]string {
 	}
 	return out
 }
+
+func TestANodeIsReferencedByItsStepOrTaskName(t *testing.T) {
+	for _, tc := range []struct{ sentence, node, want string }{
+		{"a step is named by its last segment", "wf[1].flip", "flip"},
+		{"a retry attempt drops its attempt number", "wf[1].retry(0)", "retry"},
+		{"a loop iteration drops its item, dots in the item included", "wf[0].fan(0:a.b)", "fan"},
+		{"an attempt of an iteration drops both", "wf.task(1:x)(2)", "task"},
+		{"a DAG task is named after the DAG's name", "wf.A", "A"},
+	} {
+		if got := refName(tc.node); got != tc.want {
+			t.Errorf("%s: refName(%q) = %q, want %q", tc.sentence, tc.node, got, tc.want)
+		}
+	}
+}
+
+func TestAResultIsCapturedOnlyWhenTheParentReadsIt(t *testing.T) {
+	for _, tc := range []struct {
+		sentence, parent, name string
+		want                   bool
+	}{
+		{"a reference to the step's result", `{"value":"{{steps.flip.outputs.result}}"}`, "flip", true},
+		{"a reference to a task's result in an expression", `{"when":"{{=tasks['flip'].outputs.result == 'x'}}"}`, "flip", true},
+		{"another step whose name ends in this one's is not a reference", `{"value":"{{steps.safe-to-retry.outputs.result}}"}`, "retry", false},
+		{"no parent (the entrypoint)", "", "main", false},
+	} {
+		if got := readsResult(tc.parent, tc.name); got != tc.want {
+			t.Errorf("%s: readsResult = %v, want %v", tc.sentence, got, tc.want)
+		}
+	}
+}

@@ -173,9 +173,6 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 		attemptOpts.attempt = true
 		attemptOpts.flag = &wfv1.NodeFlag{Retried: true, Hooked: opts.flag != nil && opts.flag.Hooked}
 		attemptOpts.retryParams = attemptParams(num, last)
-		if attemptOpts.resultName == "" {
-			attemptOpts.resultName = displayName
-		}
 		name := fmt.Sprintf("%s(%d)", nodeName, num)
 		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", displayName, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
 		if err != nil || child == nil {
