@@ -204,3 +204,19 @@ func TestAResultIsCapturedOnlyWhenTheParentReadsIt(t *testing.T) {
 		}
 	}
 }
+
+func TestTheWorkflowsCreationTimestampHasArgosForms(t *testing.T) {
+	wf := &wfv1.Workflow{}
+	wf.CreationTimestamp.Time = time.Date(2026, 12, 3, 9, 5, 7, 0, time.UTC)
+	g := globalParams(wf)
+	for _, tc := range []struct{ sentence, key, want string }{
+		{"the year by strftime's Y", "workflow.creationTimestamp.Y", "2026"},
+		{"the month by strftime's m", "workflow.creationTimestamp.m", "12"},
+		{"Unix seconds by .s", "workflow.creationTimestamp.s", "1796288707"},
+		{"RFC 3339 by .RFC3339", "workflow.creationTimestamp.RFC3339", "2026-12-03T09:05:07Z"},
+	} {
+		if got := g[tc.key]; got != tc.want {
+			t.Errorf("%s: {{%s}} = %q, want %q", tc.sentence, tc.key, got, tc.want)
+		}
+	}
+}
