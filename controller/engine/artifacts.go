@@ -8,7 +8,7 @@ import (
 )
 
 // artifactResolver resolves an artifact's `from` ({{steps.X.outputs.artifacts.A}}, {{tasks.X...}},
-// {{inputs.artifacts.A}}) to the artifact it names, as argo does: the producer node's recorded artifact
+// {{inputs.artifacts.A}}, {{workflow.outputs.artifacts.A}}) to the artifact it names, as argo does: the producer node's recorded artifact
 // (its location as the executor reported it), so the consumer's pod downloads it from there.
 type artifactResolver struct {
 	p      *Pass
@@ -28,6 +28,12 @@ func (r artifactResolver) lookup(from string) (*wfv1.Artifact, error) {
 			if a := r.inputs.Inputs.GetArtifactByName(name); a != nil && a.HasLocationOrKey() {
 				return a.DeepCopy(), nil
 			}
+		}
+		return nil, notFound
+	}
+	if name, ok := strings.CutPrefix(tag, "workflow.outputs.artifacts."); ok {
+		if a := globalOutputArtifact(r.p.WF, name); a != nil {
+			return a, nil
 		}
 		return nil, notFound
 	}

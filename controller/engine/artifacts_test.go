@@ -99,7 +99,7 @@ func TestFromResolvesToTheProducersRecordedArtifact(t *testing.T) {
         template: consume
         arguments: {artifacts: [{name: a, from: "{{steps.produce.outputs.artifacts.a}}"}]}`,
 			"arts[0].produce", nil, "arts[1].consume", "", "arts[1]",
-			`unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.a"`},
+			`Failed to resolve references: unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.a"`},
 		{"a task's from naming an artifact its producer did not record errors the task", `
   - name: main
     dag:

@@ -114,7 +114,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 					(loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set(), &resolved.Arguments)
 			}
 			if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
-				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, link, string(tmplJSON)); err != nil {
+				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, mergeParams(globals, sc), link, string(tmplJSON)); err != nil {
 					return nil, err
 				}
 				if fulfilled(p.node(name)) {
@@ -408,7 +408,7 @@ func (e *Engine) dagScope(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template
 // fulfilled: Succeeded, or the phase of a failed iteration. A loop that cannot expand (withParam not a
 // JSON list) is an errored node naming the field; an empty one is Skipped.
 func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.NodeStatus, task, resolved *wfv1.DAGTask,
-	link func(string), tmplJSON string) error {
+	env map[string]string, link func(string), tmplJSON string) error {
 	name := dagNode.Name + "." + task.Name
 	group := p.node(name)
 	items, err := loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}.expand(resolved.When)
@@ -443,7 +443,7 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 		childName := dagNode.Name + "." + iterName
 		child := p.node(childName)
 		if !fulfilled(child) {
-			x, err := substituteItem(&base, i, item)
+			x, err := substituteItem(&base, i, item, env, base.When)
 			if err != nil {
 				p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task %s: %v", task.Name, err))
 				return nil

@@ -362,6 +362,8 @@ type execOpts struct {
 	// attemptBase names a retry's attempts (base(0), base(1), …): the step's or task's own display name,
 	// kept when a display-name annotation renames the retry node.
 	attemptBase string
+	// writtenRetryExpr is the retryStrategy.expression before parameter substitution.
+	writtenRetryExpr string
 }
 
 // executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
@@ -443,6 +445,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
+		opts.writtenRetryExpr = retryStrategyOf(p.WF, tmpl).Expression
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
 	}
 	n := p.node(nodeName)

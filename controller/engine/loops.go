@@ -66,7 +66,8 @@ func sequence(seq *wfv1.Sequence) ([]wfv1.Item, error) {
 	number := func(field string, v fmt.Stringer) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(v.String()))
 		if err != nil {
-			return 0, fmt.Errorf("withSequence.%s %q is not a whole number", field, v.String())
+			// argo reports the bare strconv error; it is kept verbatim after the field's name.
+			return 0, fmt.Errorf("withSequence.%s: %w", field, err)
 		}
 		return n, nil
 	}
@@ -180,8 +181,10 @@ func itemParams(index int, item wfv1.Item) (map[string]string, error) {
 }
 
 // substituteItem returns a copy of v (a step or task without its loop fields) with the item's variables
-// substituted; other references were resolved before.
-func substituteItem[T any](v *T, index int, item wfv1.Item) (*T, error) {
+// substituted, and expression tags left for the item evaluated against env (globals and scope) with it.
+// Like argo, a reference that still cannot be resolved is an error ("failed to resolve {{item.x}}")
+// unless the iteration will not run (when evaluates false already).
+func substituteItem[T any](v *T, index int, item wfv1.Item, env map[string]string, when string) (*T, error) {
 	params, err := itemParams(index, item)
 	if err != nil {
 		return nil, err
@@ -190,7 +193,9 @@ func substituteItem[T any](v *T, index int, item wfv1.Item) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	replaced, err := template.Replace(string(data), params, true)
+	run, whenErr := evalWhen(when)
+	allowUnresolved := whenErr == nil && !run
+	replaced, err := template.Replace(string(data), mergeParams(env, params), allowUnresolved)
 	if err != nil {
 		return nil, err
 	}

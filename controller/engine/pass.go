@@ -197,6 +197,10 @@ func (p *Pass) markPhase(n *wfv1.NodeStatus, phase wfv1.NodePhase, message strin
 		n.FinishedAt = p.now()
 	}
 	p.setNode(n)
+	if phase == wfv1.NodeSucceeded {
+		// Outputs are final once a node succeeds (a pod's only after its task result is in).
+		publishGlobalOutputs(p.WF, n.Outputs)
+	}
 	if phase.Completed() {
 		p.Events = append(p.Events, nodeEvent(n))
 	}

@@ -26,8 +26,10 @@ func retryStrategyOf(wf *wfv1.Workflow, t *wfv1.Template) *wfv1.RetryStrategy {
 }
 
 // checkRetryStrategy rejects a strategy that can never be applied, naming the field, before any attempt
-// runs (argo finds some of these only after the first failure).
-func checkRetryStrategy(s *wfv1.RetryStrategy) error {
+// runs (argo finds some of these only after the first failure). An expression is checked only when it was
+// written without parameters: one built from them (e.g. an upstream step's result) is, as in argo, only
+// known to be bad when a failed attempt evaluates it, and never needs to be when the first attempt succeeds.
+func checkRetryStrategy(s *wfv1.RetryStrategy, writtenExpr string) error {
 	if _, err := retryLimit(s); err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func checkRetryStrategy(s *wfv1.RetryStrategy) error {
 			return fmt.Errorf("retryStrategy.backoff.factor: %v", err)
 		}
 	}
-	if s.Expression != "" {
+	if s.Expression != "" && !strings.Contains(writtenExpr, "{{") {
 		// Compile against the variables an evaluation will have; only evaluation errors may remain.
 		_, err := argoexpr.EvalBool(s.Expression, env.GetFuncMap(retryScope(nil)))
 		if err != nil && !strings.HasPrefix(err.Error(), "unable to evaluate") && !strings.HasPrefix(err.Error(), "unable to cast") {
@@ -142,7 +144,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 		n.Inputs = inputsOf(tmpl)
 		n.NodeFlag = opts.flag
 		p.setNode(n)
-		if err := checkRetryStrategy(strategy); err != nil {
+		if err := checkRetryStrategy(strategy, opts.writtenRetryExpr); err != nil {
 			return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 		}
 	}

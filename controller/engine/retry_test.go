@@ -24,14 +24,20 @@ func TestRetryStrategiesThatCanNeverApplyAreRejectedNamingTheField(t *testing.T)
 		{"an expression that does not compile", wfv1.RetryStrategy{Expression: "retries >"}, `retryStrategy.expression "retries >" does not compile`},
 		{"an expression naming an unknown variable", wfv1.RetryStrategy{Expression: "attempts < 3"}, `retryStrategy.expression "attempts < 3" does not compile`},
 	} {
-		err := checkRetryStrategy(&tc.s)
+		err := checkRetryStrategy(&tc.s, tc.s.Expression)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to start with %q", tc.sentence, err, tc.want)
 		}
 	}
 	ok := wfv1.RetryStrategy{Expression: `asInt(lastRetry.exitCode) == 1 && lastRetry.status == "Failed"`, Backoff: &wfv1.Backoff{Duration: "1s", Factor: ptrIntstr(2), MaxDuration: "1m"}}
-	if err := checkRetryStrategy(&ok); err != nil {
+	if err := checkRetryStrategy(&ok, ok.Expression); err != nil {
 		t.Errorf("a valid strategy is rejected: %v", err)
+	}
+	// Argo evaluates an expression only after a failed attempt; one built from parameters (here an upstream
+	// result that is not a boolean) may never be, so it is not judged before the first attempt.
+	fromParams := wfv1.RetryStrategy{Expression: `(safe-to-retry-result == true || lastRetry.message matches 'shutdown')`}
+	if err := checkRetryStrategy(&fromParams, `({{inputs.parameters.safe}} == true || lastRetry.message matches 'shutdown')`); err != nil {
+		t.Errorf("an expression substituted from parameters is rejected before any attempt ran: %v", err)
 	}
 }
 

@@ -3,11 +3,13 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/Knetic/govaluate"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/util/strftime"
 	"github.com/argoproj/argo-workflows/v3/util/template"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 )
@@ -37,10 +39,31 @@ func globalParams(wf *wfv1.Workflow) common.Parameters {
 	if wf.Spec.Priority != nil {
 		g["workflow.priority"] = fmt.Sprint(*wf.Spec.Priority)
 	}
-	if data, err := json.Marshal(wf.Spec.Arguments.Parameters); err == nil {
-		g["workflow.parameters"] = string(data)
+	if t, ok := wf.Annotations[common.AnnotationKeyCronWfScheduledTime]; ok {
+		g[common.GlobalVarWorkflowCronScheduleTime] = t
+	}
+	addCreationTimestampForms(g, wf.CreationTimestamp.Time)
+	globalOutputParams(wf, g)
+	// The JSON forms, under both of argo's names; expression tags read the .json ones, e.g.
+	// jsonpath(workflow.parameters.json, '$[0].value').
+	for name, v := range map[string]any{"workflow.parameters": wf.Spec.Arguments.Parameters,
+		"workflow.labels": wf.Labels, "workflow.annotations": wf.Annotations} {
+		if data, err := json.Marshal(v); err == nil {
+			g[name] = string(data)
+			g[name+".json"] = string(data)
+		}
 	}
 	return g
+}
+
+// addCreationTimestampForms adds argo's {{workflow.creationTimestamp.X}} variables: one per strftime
+// character X, .s (Unix seconds) and .RFC3339.
+func addCreationTimestampForms(g common.Parameters, created time.Time) {
+	for char := range strftime.FormatChars {
+		g["workflow.creationTimestamp."+string(char)] = strftime.Format("%"+string(char), created)
+	}
+	g["workflow.creationTimestamp.s"] = strconv.FormatInt(created.Unix(), 10)
+	g["workflow.creationTimestamp.RFC3339"] = created.Format(time.RFC3339)
 }
 
 // scope is the local variables of a steps or DAG template: inputs of the template and the outputs of

@@ -83,28 +83,18 @@ type stepRun struct {
 }
 
 // expandStepGroup resolves every step of a group and expands loops into their iterations. An empty loop
-// is recorded as a Skipped node; an error (a bad reference, a withParam that is not a JSON list) is
-// returned for the group.
+// is recorded as a Skipped node; an error (a bad reference, a `when` that cannot be evaluated, a withParam
+// that is not a JSON list) is returned for the group.
 func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep, sc scope, arts artifactResolver,
 	globals map[string]string, boundaryID string) ([]stepRun, error) {
+	resolved, err := resolveStepGroup(steps, sc, arts, globals)
+	if err != nil {
+		return nil, err
+	}
 	var runs []stepRun
 	for i := range steps {
-		step := &steps[i]
-		r, err := resolveJSON(step, globals, sc)
-		if err != nil {
-			return nil, err
-		}
+		step, r := &steps[i], resolved[i]
 		l := loop{r.WithItems, r.WithParam, r.WithSequence}
-		if !l.set() {
-			// A `when` that cannot be evaluated errors the group before any of it starts, and no node
-			// records the step, as argo does; a loop's `when` is evaluated per iteration instead.
-			if _, err := evalWhen(r.When); err != nil {
-				return nil, err
-			}
-		}
-		if err := resolveStepArtifacts(arts, r.When, l.set(), &r.Arguments); err != nil {
-			return nil, fmt.Errorf("unable to resolve references: %s", err) // argo's message
-		}
 		if !l.set() {
 			runs = append(runs, stepRun{step.Name, step, r})
 			continue
@@ -114,25 +104,72 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			return nil, fmt.Errorf("step %s: %w", step.Name, err)
 		}
 		if len(items) == 0 {
-			childName := sg.Name + "." + step.Name
-			if p.node(childName) == nil {
-				skipped := p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeSkipped, "Skipped, empty params")
-				p.addChild(p.node(sg.Name), skipped.ID)
-				p.Events = append(p.Events, nodeEvent(skipped))
-			}
+			e.skipEmptyLoop(p, sg, step, boundaryID)
 			continue
 		}
 		r.WithItems, r.WithParam, r.WithSequence = nil, "", nil
+		env := mergeParams(globals, sc)
 		for j, item := range items {
-			x, err := substituteItem(r, j, item)
+			x, err := substituteItem(r, j, item, env, r.When)
 			if err != nil {
-				return nil, fmt.Errorf("step %s: %w", step.Name, err)
+				return nil, err // argo's message as is: "failed to resolve {{item.x}}"
 			}
 			x.Name = loopChildName(step.Name, j, item)
 			runs = append(runs, stepRun{x.Name, step, x})
 		}
 	}
 	return runs, nil
+}
+
+// resolveStepGroup is argo's reference resolution of a group: every step's parameters substituted and
+// its `when` checked. Argo resolves the steps concurrently and reports the first error to arrive, which
+// in practice is the last failing step's (the newest goroutine runs first), so that is the one reported.
+//
+//nolint:staticcheck // ST1005: argo's message starts with a capital
+func resolveStepGroup(steps []wfv1.WorkflowStep, sc scope, arts artifactResolver, globals map[string]string) ([]*wfv1.WorkflowStep, error) {
+	out := make([]*wfv1.WorkflowStep, len(steps))
+	var last error
+	for i := range steps {
+		r, err := resolveStep(&steps[i], sc, arts, globals)
+		if err != nil {
+			last = err
+			continue
+		}
+		out[i] = r
+	}
+	if last != nil {
+		return nil, fmt.Errorf("Failed to resolve references: %w", last)
+	}
+	return out, nil
+}
+
+// resolveStep substitutes a step's parameters and, unless it will not run, resolves its argument
+// artifacts. A `when` that cannot be evaluated is an error, except in a loop: there it may name {{item}},
+// and each iteration's `when` is evaluated after expansion.
+func resolveStep(step *wfv1.WorkflowStep, sc scope, arts artifactResolver, globals map[string]string) (*wfv1.WorkflowStep, error) {
+	r, err := resolveJSON(step, globals, sc)
+	if err != nil {
+		return nil, err
+	}
+	loops := r.ShouldExpand()
+	if _, err := evalWhen(r.When); err != nil && !loops {
+		return nil, err
+	}
+	if err := resolveStepArtifacts(arts, r.When, loops, &r.Arguments); err != nil {
+		return nil, fmt.Errorf("unable to resolve references: %s", err) // argo's message
+	}
+	return r, nil
+}
+
+// skipEmptyLoop records a loop over no items as a Skipped node, as argo does.
+func (e *Engine) skipEmptyLoop(p *Pass, sg *wfv1.NodeStatus, step *wfv1.WorkflowStep, boundaryID string) {
+	childName := sg.Name + "." + step.Name
+	if p.node(childName) != nil {
+		return
+	}
+	skipped := p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeSkipped, "Skipped, empty params")
+	p.addChild(p.node(sg.Name), skipped.ID)
+	p.Events = append(p.Events, nodeEvent(skipped))
 }
 
 // executeStepGroup starts the parallel steps of one group and decides the group once all are fulfilled.

@@ -122,7 +122,7 @@ func TestAnArtifactFromThatDoesNotResolveFailsOnlyItsWorkflowNamingIt(t *testing
 	good := e.submit(manifest(artifactPassing, "art-good", "a") + artifactTemplates)
 
 	done := e.waitCompleted(missing.Name)
-	const msg = `unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.b"`
+	const msg = `Failed to resolve references: unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.b"` // argo's words
 	if done.Status.Phase == wfv1.WorkflowSucceeded || done.Status.Message != msg {
 		t.Errorf("a from naming an artifact the producer did not make: workflow %s %q, want it failed with %q", done.Status.Phase, done.Status.Message, msg)
 	}
