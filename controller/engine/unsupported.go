@@ -62,6 +62,14 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	if t.ContainerSet != nil {
 		add("containerSet") // argo runs its containers in one pod, each with a Container node
 	}
+	switch {
+	case t.HTTP != nil:
+		add("http template (argo runs it in its agent pod, which wfguard does not run)")
+	case t.Plugin != nil:
+		add("plugin template (argo runs it in its agent pod, which wfguard does not run)")
+	case t.Data != nil:
+		add("data template")
+	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {

@@ -8,19 +8,25 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func TestAContainerSetTemplateIsRefusedAtStart(t *testing.T) {
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(`
-spec:
-  entrypoint: group
-  templates:
-  - name: group
-    containerSet: {containers: [{name: main, image: alpine, command: ["true"]}]}
-`), wf); err != nil {
-		t.Fatal(err)
-	}
-	err := unsupported(wf)
-	if err == nil || !strings.Contains(err.Error(), "not supported by wfguard yet: template group: containerSet") {
-		t.Errorf("a containerSet template: err = %v", err)
+func TestTemplatesWfguardDoesNotRunAreRefusedAtStart(t *testing.T) {
+	for _, tc := range []struct{ sentence, template, want string }{
+		{"a containerSet template", `containerSet: {containers: [{name: main, image: alpine, command: ["true"]}]}`,
+			"not supported by wfguard yet: template t: containerSet"},
+		{"an http template, which argo runs in its agent pod", `http: {url: "https://example.com"}`,
+			"not supported by wfguard yet: template t: http template (argo runs it in its agent pod, which wfguard does not run)"},
+		{"a plugin template", `plugin: {hello: {}}`,
+			"not supported by wfguard yet: template t: plugin template"},
+		{"a data template", `data: {source: {artifactPaths: {name: a, s3: {key: k}}}, transformation: [{expression: "x"}]}`,
+			"not supported by wfguard yet: template t: data template"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{}
+			if err := yaml.UnmarshalStrict([]byte("spec:\n  entrypoint: t\n  templates:\n  - name: t\n    "+tc.template+"\n"), wf); err != nil {
+				t.Fatal(err)
+			}
+			if err := unsupported(wf); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
