@@ -20,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -45,6 +46,9 @@ type Engine struct {
 	// ParameterConfigMaps are the ConfigMaps labelled workflows.argoproj.io/configmap-type=Parameter, keyed
 	// namespace/name (an informer's indexer), that parameters' valueFrom.configMapKeyRef read; nil: none.
 	ParameterConfigMaps common.ConfigMapStore
+	// Locks are the controller's mutexes and semaphores (synchronization), shared by all its workflows;
+	// nil: a process-wide table.
+	Locks *synchronization.Manager
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
@@ -106,11 +110,14 @@ func deadline(wf *wfv1.Workflow) time.Time {
 // A transient API error during validation (e.g. reading a WorkflowTemplate) is returned for a retry.
 func (e *Engine) Start(p *Pass) (bool, error) {
 	wf := p.WF
-	if wf.Status.Phase != wfv1.WorkflowUnknown {
+	if wf.Status.Phase != wfv1.WorkflowUnknown && wf.Status.Phase != wfv1.WorkflowPending {
 		return true, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	if wf.Status.Phase == wfv1.WorkflowPending {
+		return e.startWaiting(ctx, p) // validated when first seen; waiting for its locks
+	}
 	if err := e.storeWorkflowTemplateSpec(ctx, p); err != nil {
 		if apierror.Transient(err) {
 			return false, fmt.Errorf("reading the workflow template of %s/%s: %w", wf.Namespace, wf.Name, err)
@@ -132,6 +139,18 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		return false, nil
 	}
 	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
+		return false, err
+	}
+	return e.startWaiting(ctx, p)
+}
+
+// startWaiting marks a validated workflow Running once it holds its own locks (spec.synchronization).
+func (e *Engine) startWaiting(ctx context.Context, p *Pass) (bool, error) {
+	wf := p.WF
+	restore := p.useExecSpec() // a workflowTemplateRef's spec.synchronization counts
+	acquired, err := e.acquireWorkflowLocks(ctx, p)
+	restore()
+	if !acquired || err != nil {
 		return false, err
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
@@ -188,6 +207,9 @@ func (e *Engine) validate(p *Pass) error {
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.parameterConfigMaps()
 	err := e.execute(ctx, p)
+	if !p.WF.Status.Phase.Completed() {
+		e.releaseFinishedNodes(p)
+	}
 	if derr := e.stopMarkedDaemons(ctx, p); derr != nil {
 		err = errors.Join(err, derr)
 	}
@@ -264,6 +286,7 @@ func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message str
 	wf := p.WF
 	wf.Status.Phase = phase
 	wf.Status.Message = message
+	e.releaseWorkflowLocks(p)
 	if wf.Status.StartedAt.IsZero() {
 		wf.Status.StartedAt = p.now()
 	}
@@ -380,7 +403,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		p.oldPodWaits[n.ID] = *n
 		p.forgetNode(n.ID)
 	}
-	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
+	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) && !waitingForLock(n) {
 		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
 		if n.Type == wfv1.NodeTypePod {
 			if err := e.enforceTimeout(ctx, p, n, p.templateOf(n), args, opts); err != nil {
@@ -420,6 +443,9 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		if resolved, err = common.SubstituteParams(resolved, globals, opts.retryParams); err != nil {
 			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
+	}
+	if n, proceed, err := e.nodeLocks(ctx, p, nodeName, displayName, resolved, boundaryID, opts); !proceed {
+		return n, err
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)

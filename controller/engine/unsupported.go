@@ -21,9 +21,6 @@ func unsupported(wf *wfv1.Workflow) error {
 			add("spec.hooks.%s", name)
 		}
 	}
-	if s.Synchronization != nil {
-		add("spec.synchronization")
-	}
 	if s.TemplateDefaults != nil {
 		add("spec.templateDefaults")
 	}
@@ -57,8 +54,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("retryStrategy.affinity")
 	case t.Memoize != nil:
 		add("memoize")
-	case t.Synchronization != nil:
-		add("synchronization")
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
 	}
