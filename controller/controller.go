@@ -279,6 +279,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube},
+		Caches:              cacheConfigMaps{kube: c.kube},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Validate:            opts.Validate,
 		ExecutorImage:       opts.ExecutorImage,

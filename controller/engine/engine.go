@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
@@ -49,11 +50,16 @@ type Engine struct {
 	// Locks are the controller's mutexes and semaphores (synchronization), shared by all its workflows;
 	// nil: a process-wide table.
 	Locks *synchronization.Manager
+	// Caches reads and writes memoization cache ConfigMaps (memoize); nil: a memoized template errors with
+	// argo's "cache could not be found or created".
+	Caches memoize.ConfigMaps
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
 	InstanceID      string
 	StatusFinalizer bool
+	// memoSaved are the memoized nodes (workflow UID/node ID) whose outputs this process saved.
+	memoSaved sync.Map
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -206,7 +212,10 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.parameterConfigMaps()
-	err := e.execute(ctx, p)
+	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
+	if err == nil {
+		err = e.execute(ctx, p)
+	}
 	if !p.WF.Status.Phase.Completed() {
 		e.releaseFinishedNodes(p)
 	}
@@ -237,6 +246,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 			e.completeWorkflow(p, wfv1.WorkflowError, "error in entry template execution: "+err.Error())
 			return nil
 		}
+	}
+	if err := e.saveMemoized(ctx, p); err != nil {
+		return err
 	}
 	root := p.node(wf.Name)
 	if root == nil || !fulfilled(root) {
@@ -287,6 +299,7 @@ func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message str
 	wf.Status.Phase = phase
 	wf.Status.Message = message
 	e.releaseWorkflowLocks(p)
+	e.forgetMemoSaved(p)
 	if wf.Status.StartedAt.IsZero() {
 		wf.Status.StartedAt = p.now()
 	}
@@ -446,6 +459,13 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 	}
 	if n, proceed, err := e.nodeLocks(ctx, p, nodeName, displayName, resolved, boundaryID, opts); !proceed {
 		return n, err
+	}
+	if resolved.Memoize != nil && p.node(nodeName) == nil && !opts.attempt {
+		n, status, done, err := e.memoLookup(ctx, p, nodeName, displayName, resolved, boundaryID)
+		if done {
+			return n, err
+		}
+		defer stampMemoization(p, nodeName, status)
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
 		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)

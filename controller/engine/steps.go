@@ -95,6 +95,13 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			return nil, err
 		}
 		l := loop{r.WithItems, r.WithParam, r.WithSequence}
+		if !l.set() {
+			// argo evaluates a plain step's `when` while resolving the group: an error errors the group
+			// itself, before any child exists (a loop's is judged per iteration, below).
+			if _, err := evalWhen(r.When); err != nil {
+				return nil, err
+			}
+		}
 		if err := resolveStepArtifacts(arts, r.When, l.set(), &r.Arguments); err != nil {
 			return nil, fmt.Errorf("unable to resolve references: %s", err) // argo's message
 		}

@@ -25,7 +25,9 @@ type lockWorld struct {
 	pods *recordingPods
 	now  time.Time
 	done map[string]bool
-	exts map[string]*extstatus.Extensions
+	// outputs are what a finished pod's result reports, by node ID.
+	outputs map[string]*wfv1.Outputs
+	exts    map[string]*extstatus.Extensions
 }
 
 func newLockWorld(t *testing.T, configMaps ...*corev1.ConfigMap) *lockWorld {
@@ -35,8 +37,8 @@ func newLockWorld(t *testing.T, configMaps ...*corev1.ConfigMap) *lockWorld {
 	}
 	pods := &recordingPods{created: map[string]*corev1.Pod{}}
 	return &lockWorld{t: t, pods: pods, now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), done: map[string]bool{},
-		exts: map[string]*extstatus.Extensions{},
-		e:    &Engine{Pods: pods, ConfigMaps: cms, Locks: synchronization.NewManager(nil)}}
+		exts: map[string]*extstatus.Extensions{}, outputs: map[string]*wfv1.Outputs{},
+		e: &Engine{Pods: pods, ConfigMaps: cms, Locks: synchronization.NewManager(nil)}}
 }
 
 func (w *lockWorld) workflow(manifest string, created time.Time) *wfv1.Workflow {
@@ -57,7 +59,9 @@ func (w *lockWorld) pass(wf *wfv1.Workflow) {
 	for id := range wf.Status.Nodes {
 		if created := w.pods.created[id]; created != nil && w.done[id] {
 			p.Pods[id] = podIn(created, corev1.PodSucceeded, false, "")
-			results = append(results, completeResult(wf, id))
+			r := completeResult(wf, id)
+			r.Outputs = w.outputs[id].DeepCopy()
+			results = append(results, r)
 		}
 	}
 	taskresult.Merge(p.WF, results, p.Pods)

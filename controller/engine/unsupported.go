@@ -52,8 +52,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	switch {
 	case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
 		add("retryStrategy.affinity")
-	case t.Memoize != nil:
-		add("memoize")
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
 	}
