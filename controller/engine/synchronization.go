@@ -140,9 +140,10 @@ func (e *Engine) nodeLocks(ctx context.Context, p *Pass, nodeName, displayName s
 		return n, true, nil // a node that exists and does not wait got its locks when it started
 	}
 	holder := synchronization.HolderKey(p.WF, p.WF.NodeID(nodeName))
-	if s := shutdown(p); n != nil && s.Enabled() && !s.ShouldExecute(opts.onExit || p.exiting) {
-		e.stopWaitingForLock(p, n, holder, tmpl)
-		return nil, true, nil // created again below, ended by the shutdown
+	if n != nil {
+		if ended, stop := e.endWait(p, n, holder, tmpl, opts); stop {
+			return ended, ended == nil, nil // dropped: created again below; else ended here
+		}
 	}
 	acquired, msg, waitingFor, err := e.tryLocks(ctx, p, holder, tmpl.Synchronization)
 	var api *apiError
@@ -167,12 +168,40 @@ func (e *Engine) nodeLocks(ctx context.Context, p *Pass, nodeName, displayName s
 	return n, false, nil
 }
 
+// endWait ends a node's wait for its locks when the workflow no longer lets it start: shut down or past its
+// deadline (the node is dropped and created again by the caller, ending as any new node would then), or
+// past its template's timeout (Failed "timeout", as argo fails a Pending node).
+func (e *Engine) endWait(p *Pass, n *wfv1.NodeStatus, holder string, tmpl *wfv1.Template, opts execOpts) (*wfv1.NodeStatus, bool) {
+	onExit := opts.onExit || p.exiting
+	d := deadline(p.WF)
+	if s := shutdown(p); (s.Enabled() && !s.ShouldExecute(onExit)) || (!onExit && !d.IsZero() && !p.Now.Before(d)) {
+		e.stopWaitingForLock(p, n, holder, tmpl)
+		return nil, true
+	}
+	timeout, err := templateTimeout(tmpl)
+	if err != nil || timeout <= 0 {
+		return nil, false
+	}
+	if until := n.StartedAt.Add(timeout); p.Now.Before(until) {
+		p.requeueBy(until)
+		return nil, false
+	}
+	e.leaveQueues(p, holder, tmpl)
+	n.SynchronizationStatus = nil
+	return p.markPhase(n, wfv1.NodeFailed, timeoutMessage), true
+}
+
 // stopWaitingForLock drops a waiting node and its place in the locks' queues.
 func (e *Engine) stopWaitingForLock(p *Pass, n *wfv1.NodeStatus, holder string, tmpl *wfv1.Template) {
+	e.leaveQueues(p, holder, tmpl)
+	p.forgetNode(n.ID)
+}
+
+// leaveQueues gives up holder's places in the queues of its template's locks.
+func (e *Engine) leaveQueues(p *Pass, holder string, tmpl *wfv1.Template) {
 	if locks, err := synchronization.Locks(tmpl.Synchronization, p.WF.Namespace); err == nil {
 		e.locks().Release(p.WF.Status.Synchronization, holder, locks)
 	}
-	p.forgetNode(n.ID)
 }
 
 // WaitingForLock reports whether a node was not started yet because a lock it needs is taken: it has no

@@ -227,3 +227,43 @@ func TestAWorkflowLevelLockThatCannotBeSetUpFailsTheWorkflow(t *testing.T) {
 		})
 	}
 }
+
+// A node waiting for a lock ends as a pending node would when the workflow no longer lets it start: past
+// its template's timeout it fails "timeout" (argo's check of Pending nodes), on a shutdown or past the
+// workflow's deadline it ends as a new node would then — and it never gets a pod.
+func TestANodeWaitingForALockEndsWhenTheWorkflowNoLongerLetsItStart(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		change   func(w *lockWorld, wf *wfv1.Workflow)
+		want     string
+	}{
+		{"past its template's timeout it fails", func(w *lockWorld, _ *wfv1.Workflow) { w.now = w.now.Add(time.Minute) },
+			"timeout"},
+		{"a terminated workflow fails it", func(_ *lockWorld, wf *wfv1.Workflow) { wf.Spec.Shutdown = wfv1.ShutdownStrategyTerminate },
+			"workflow shutdown with strategy: Terminate"},
+		{"past the workflow's deadline it fails", func(w *lockWorld, wf *wfv1.Workflow) {
+			wf.Spec.ActiveDeadlineSeconds = ptrTo(int64(30))
+			w.now = w.now.Add(time.Minute)
+		}, "Step exceeded its deadline"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			w := newLockWorld(t)
+			wf := w.workflow(strings.Replace(fmt.Sprintf(tmplLevelLock, `{mutexes: [{name: welcome}]}`),
+				"    container:", "    timeout: 30s\n    container:", 1), w.now)
+			w.pass(wf)
+			_, waiting := lockNodes(wf)
+			if len(waiting) != 2 {
+				t.Fatalf("%d nodes wait for the mutex, want 2", len(waiting))
+			}
+			tc.change(w, wf)
+			w.pass(wf)
+			for _, before := range waiting {
+				n := wf.Status.Nodes[before.ID]
+				if n.Phase != wfv1.NodeFailed || n.Message != tc.want || w.pods.created[n.ID] != nil || waitingForLock(&n) {
+					t.Fatalf("a waiting node became %s %q (pod created: %v), want Failed %q without a pod", n.Phase, n.Message,
+						w.pods.created[n.ID] != nil, tc.want)
+				}
+			}
+		})
+	}
+}
