@@ -99,7 +99,7 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			// argo evaluates a plain step's `when` while resolving the group: an error errors the group
 			// itself, before any child exists (a loop's is judged per iteration, below).
 			if _, err := evalWhen(r.When); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("Failed to resolve references: %s", err) //nolint:staticcheck // argo's message
 			}
 		}
 		if err := resolveStepArtifacts(arts, r.When, l.set(), &r.Arguments); err != nil {
