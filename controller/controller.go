@@ -11,6 +11,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,7 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
+	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -123,6 +125,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inf      *informerSet
 	engine   *engine.Engine
+	locks    *synchronization.Manager
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
 	podgc    *podgc.Collector
@@ -269,11 +272,15 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Metrics:   actionMetrics,
 		AfterPass: opts.Hooks.AfterActionGC,
 	}
+	// A released lock wakes the workflows next in line for it.
+	c.locks = synchronization.NewManager(func(key string) { c.queue.Add(key) })
 	c.engine = &engine.Engine{
+		Locks:               c.locks,
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
 		PVCs:                pvcControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube},
+		Caches:              cacheConfigMaps{kube: c.kube},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Validate:            opts.Validate,
 		ExecutorImage:       opts.ExecutorImage,
@@ -326,6 +333,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.queue.ShutDown()
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}
+	c.restoreLocks()
 	c.ready.Store(true)
 	defer c.ready.Store(false)
 	c.log.Info("caches synced; starting workers", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
@@ -436,4 +444,20 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// restoreLocks rebuilds the lock table from the running workflows' status.synchronization before any
+// worker runs, so a holder keeps its lock across a restart and no waiter takes it meanwhile.
+func (c *Controller) restoreLocks() {
+	for _, obj := range c.inf.workflows.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GetLabels()[common.LabelKeyCompleted] == "true" {
+			continue
+		}
+		wf, _, err := extstatus.FromUnstructured(u)
+		if err != nil {
+			continue // the undecodable-workflow path fails it
+		}
+		c.locks.Restore(wf)
+	}
 }

@@ -104,6 +104,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // pods' finalizers go.
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.results.SetWaiting(key, 0)
+	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
 	return errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
 }
 
@@ -111,6 +112,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 // arrived late get their outcome, finalizers a failed release left behind go, and podGC and ttlStrategy
 // resume (also after a restart).
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
+	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	pods := c.podsOf(wf)
 	if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
 		return 0, err
@@ -254,7 +256,8 @@ const ReasonInvalidAnnotation = "InvalidAnnotation"
 func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	for id, n := range p.WF.Status.Nodes {
-		if n.Type != wfv1.NodeTypePod || n.Phase.Completed() || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace {
+		if n.Type != wfv1.NodeTypePod || n.Phase.Completed() || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace ||
+			engine.WaitingForLock(&n) {
 			continue
 		}
 		if budget <= 0 {

@@ -45,7 +45,7 @@ func AssessNodes(p *Pass) {
 			p.markPhase(n, wfv1.NodeError, "pod deleted")
 		case pod != nil:
 			assessPod(p, n, pod)
-		case waitingForOldPod(n):
+		case waitingForOldPod(n) || waitingForLock(n):
 			// Its pod was never created: the execute phase retries the create (waitForOldPod).
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
 			if !n.Phase.Completed() {

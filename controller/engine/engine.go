@@ -19,7 +19,9 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -47,11 +49,19 @@ type Engine struct {
 	// ParameterConfigMaps are the ConfigMaps labelled workflows.argoproj.io/configmap-type=Parameter, keyed
 	// namespace/name (an informer's indexer), that parameters' valueFrom.configMapKeyRef read; nil: none.
 	ParameterConfigMaps common.ConfigMapStore
+	// Locks are the controller's mutexes and semaphores (synchronization), shared by all its workflows;
+	// nil: a process-wide table.
+	Locks *synchronization.Manager
+	// Caches reads and writes memoization cache ConfigMaps (memoize); nil: a memoized template errors with
+	// argo's "cache could not be found or created".
+	Caches memoize.ConfigMaps
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
 	InstanceID      string
 	StatusFinalizer bool
+	// memoSaved are the memoized nodes (workflow UID/node ID) whose outputs this process saved.
+	memoSaved sync.Map
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -108,11 +118,14 @@ func deadline(wf *wfv1.Workflow) time.Time {
 // A transient API error during validation (e.g. reading a WorkflowTemplate) is returned for a retry.
 func (e *Engine) Start(p *Pass) (bool, error) {
 	wf := p.WF
-	if wf.Status.Phase != wfv1.WorkflowUnknown {
+	if wf.Status.Phase != wfv1.WorkflowUnknown && wf.Status.Phase != wfv1.WorkflowPending {
 		return true, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	if wf.Status.Phase == wfv1.WorkflowPending {
+		return e.startWaiting(ctx, p) // validated when first seen; waiting for its locks
+	}
 	if err := e.storeWorkflowTemplateSpec(ctx, p); err != nil {
 		if apierror.Transient(err) {
 			return false, fmt.Errorf("reading the workflow template of %s/%s: %w", wf.Namespace, wf.Name, err)
@@ -134,6 +147,18 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		return false, nil
 	}
 	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
+		return false, err
+	}
+	return e.startWaiting(ctx, p)
+}
+
+// startWaiting marks a validated workflow Running once it holds its own locks (spec.synchronization).
+func (e *Engine) startWaiting(ctx context.Context, p *Pass) (bool, error) {
+	wf := p.WF
+	restore := p.useExecSpec() // a workflowTemplateRef's spec.synchronization counts
+	acquired, err := e.acquireWorkflowLocks(ctx, p)
+	restore()
+	if !acquired || err != nil {
 		return false, err
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
@@ -189,7 +214,13 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.parameterConfigMaps()
-	err := e.execute(ctx, p)
+	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
+	if err == nil {
+		err = e.execute(ctx, p)
+	}
+	if !p.WF.Status.Phase.Completed() {
+		e.releaseFinishedNodes(p)
+	}
 	if derr := e.stopMarkedDaemons(ctx, p); derr != nil {
 		err = errors.Join(err, derr)
 	}
@@ -226,6 +257,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 			e.completeWorkflow(p, wfv1.WorkflowError, "error in entry template execution: "+err.Error())
 			return nil
 		}
+	}
+	if err := e.saveMemoized(ctx, p); err != nil {
+		return err
 	}
 	root := p.node(wf.Name)
 	if root == nil || !fulfilled(root) {
@@ -275,6 +309,8 @@ func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message str
 	wf := p.WF
 	wf.Status.Phase = phase
 	wf.Status.Message = message
+	e.releaseWorkflowLocks(p)
+	e.forgetMemoSaved(p)
 	if wf.Status.StartedAt.IsZero() {
 		wf.Status.StartedAt = p.now()
 	}
@@ -394,7 +430,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		p.oldPodWaits[n.ID] = *n
 		p.forgetNode(n.ID)
 	}
-	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) {
+	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) && !waitingForLock(n) {
 		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
 		if n.Type == wfv1.NodeTypePod {
 			if err := e.enforceTimeout(ctx, p, n, p.templateOf(n), args, opts); err != nil {
@@ -443,6 +479,16 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
 			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 		}
+	}
+	if n, proceed, err := e.nodeLocks(ctx, p, nodeName, displayName, resolved, boundaryID, opts); !proceed {
+		return n, err
+	}
+	if resolved.Memoize != nil && p.node(nodeName) == nil && !opts.attempt {
+		n, status, done, err := e.memoLookup(ctx, p, nodeName, displayName, resolved, boundaryID)
+		if done {
+			return n, err
+		}
+		defer stampMemoization(p, nodeName, status)
 	}
 	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
 		opts.writtenRetryExpr = retryStrategyOf(p.WF, tmpl).Expression

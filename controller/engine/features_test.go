@@ -196,9 +196,9 @@ func TestAnInlineTemplateIsCheckedByTheSameRulesAsANamedOne(t *testing.T) {
 	}{
 		{"a plain inline container is accepted",
 			`{entrypoint: main, templates: [{name: main, steps: [[{name: a, inline: {container: {image: alpine}}}]]}]}`, ""},
-		{"an inline template using memoize is refused at start, naming the step",
-			`{entrypoint: main, templates: [{name: main, dag: {tasks: [{name: a, inline: {memoize: {key: k, cache: {configMap: {name: c}}}, container: {image: alpine}}}]}}]}`,
-			"not supported by wfguard yet: template main: task a: inline: memoize"},
+		{"an inline template using an unsupported feature is refused at start, naming the step",
+			`{entrypoint: main, templates: [{name: main, dag: {tasks: [{name: a, inline: {retryStrategy: {affinity: {nodeAntiAffinity: {}}}, container: {image: alpine}}}]}}]}`,
+			"not supported by wfguard yet: template main: task a: inline: retryStrategy.affinity"},
 		{"templateDefaults and dag.target are accepted",
 			`{entrypoint: main, templateDefaults: {timeout: 1m}, templates: [{name: main, dag: {target: a, tasks: [{name: a, template: main}]}}]}`, ""},
 	} {

@@ -21,9 +21,6 @@ func unsupported(wf *wfv1.Workflow) error {
 			add("spec.hooks.%s", name)
 		}
 	}
-	if s.Synchronization != nil {
-		add("spec.synchronization")
-	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
@@ -52,10 +49,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	switch {
 	case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
 		add("retryStrategy.affinity")
-	case t.Memoize != nil:
-		add("memoize")
-	case t.Synchronization != nil:
-		add("synchronization")
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
 	}

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// memoConfigMaps is an in-memory ConfigMap API for memoization caches.
+type memoConfigMaps map[string]*corev1.ConfigMap
+
+func (f memoConfigMaps) Get(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	cm, ok := f[namespace+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+	}
+	return cm.DeepCopy(), nil
+}
+
+func (f memoConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
+	return cm, nil
+}
+
+func (f memoConfigMaps) Update(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
+	return cm, nil
+}
+
+const memoized = `
+metadata: {name: %s, namespace: ns, uid: %s}
+spec:
+  entrypoint: world-to-file
+  templates:
+  - name: world-to-file
+    memoize: {key: cache-key, maxAge: 10s, cache: {configMap: {name: cache-config}}}
+    container: {image: busybox, command: [sh, -c, "echo world > /tmp/hello_world.txt"]}
+    outputs: {parameters: [{name: hello, valueFrom: {path: /tmp/hello_world.txt}}]}
+`
+
+// A memoized template runs once and saves its outputs in argo's cache ConfigMap; the next workflow with the
+// same key takes them from the cache without a pod (argo's memoize-simple), until the entry is older than
+// maxAge.
+func TestAMemoizedTemplateRunsOnceAndServesItsOutputsFromTheCache(t *testing.T) {
+	w := newLockWorld(t)
+	caches := memoConfigMaps{}
+	w.e.Caches = caches
+	first := w.workflow(fmt.Sprintf(memoized, "first", "11111111-1111-1111-1111-111111111111"), w.now)
+	id := first.NodeID("first")
+	w.pass(first)
+	if w.pods.created[id] == nil {
+		t.Fatalf("a miss did not run the template's pod: %+v", first.Status.Nodes[id])
+	}
+	if ms := first.Status.Nodes[id].MemoizationStatus; ms == nil || ms.Hit || ms.Key != "cache-key" || ms.CacheName != "cache-config" {
+		t.Fatalf("memoization status %+v, want a miss on cache-config/cache-key", ms)
+	}
+	world := wfv1.AnyString("world")
+	w.outputs[id] = &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "hello", Value: &world}}}
+	w.done[id] = true
+	w.pass(first)
+	cm := caches["ns/cache-config"]
+	if first.Status.Phase != wfv1.WorkflowSucceeded || cm == nil || cm.Data["cache-key"] == "" ||
+		cm.Labels[common.LabelKeyConfigMapType] != common.LabelValueTypeConfigMapCache {
+		t.Fatalf("workflow %s %q, cache %+v; want Succeeded and the outputs saved in a labelled ConfigMap", first.Status.Phase, first.Status.Message, cm)
+	}
+
+	second := w.workflow(fmt.Sprintf(memoized, "second", "22222222-2222-2222-2222-222222222222"), w.now)
+	w.pass(second)
+	n := second.Status.Nodes[second.NodeID("second")]
+	if w.pods.created[n.ID] != nil || n.Phase != wfv1.NodeSucceeded || second.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("a hit ran a pod or did not succeed: node %s, workflow %s %q", n.Phase, second.Status.Phase, second.Status.Message)
+	}
+	if n.MemoizationStatus == nil || !n.MemoizationStatus.Hit || n.Outputs == nil || n.Outputs.Parameters[0].Value.String() != "world" {
+		t.Fatalf("the hit node is %+v with outputs %+v, want a hit with the cached outputs", n.MemoizationStatus, n.Outputs)
+	}
+
+	w.now = w.now.Add(11 * time.Second) // past the entry's maxAge
+	third := w.workflow(fmt.Sprintf(memoized, "third", "33333333-3333-3333-3333-333333333333"), w.now)
+	w.pass(third)
+	if w.pods.created[third.NodeID("third")] == nil {
+		t.Fatal("an entry older than maxAge was served instead of running the template")
+	}
+}
+
+// A cache ConfigMap that is not labelled as one is never used: the node errors with argo's message.
+func TestAnUnlabelledCacheConfigMapErrorsTheNode(t *testing.T) {
+	w := newLockWorld(t)
+	w.e.Caches = memoConfigMaps{"ns/cache-config": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache-config"}}}
+	wf := w.workflow(fmt.Sprintf(memoized, "wf", "44444444-4444-4444-4444-444444444444"), w.now)
+	w.pass(wf)
+	n := wf.Status.Nodes[wf.NodeID("wf")]
+	want := "memoization configmap doesn't have workflows.argoproj.io/configmap-type label, refusing to use it"
+	if len(w.pods.created) != 0 || n.Phase != wfv1.NodeError || n.Message != want {
+		t.Fatalf("node %s %q with %d pods, want Error %q", n.Phase, n.Message, len(w.pods.created), want)
+	}
+}
