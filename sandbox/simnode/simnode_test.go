@@ -194,6 +194,11 @@ func TestHealthyPodRunsAndReportsItsResultInArgoexecOrder(t *testing.T) {
 	}
 	wantSteps := []string{simnode.StepBound, simnode.StepPending, simnode.StepRunning, simnode.StepResultCreated,
 		simnode.StepMainExited, simnode.StepOutputsReported, simnode.StepResultFinalized, simnode.StepWaitExited, simnode.StepSucceeded}
+	// The node journals a step after its write returns, so the Succeeded pod can be seen before its last
+	// step is journaled: wait for the journal, not the pod.
+	if err := e.node.WaitForStep(t.Context(), e.ns, pod.Name, simnode.StepSucceeded); err != nil {
+		t.Fatal(err)
+	}
 	if got := e.node.Journal(e.ns, pod.Name); !slices.Equal(got, wantSteps) {
 		t.Errorf("journal = %v, want %v", got, wantSteps)
 	}
