@@ -285,15 +285,15 @@ spec:
   - name: main
     container: {image: alpine, command: [echo, "{{workflow.parameters.nope}}"]}`, "failed to resolve {{workflow.parameters.nope}}"},
 		{"a feature wfguard does not run yet", `
-metadata: {name: memoized}
+metadata: {name: unsupported}
 spec:
   entrypoint: main
   templates:
   - name: main
     steps: [[{name: a, template: ok}]]
   - name: ok
-    memoize: {key: k, cache: {configMap: {name: cache}}}
-    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: memoize"},
+    retryStrategy: {limit: 1, affinity: {nodeAntiAffinity: {}}}
+    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: retryStrategy.affinity"},
 		{"an oversized workflow", `
 metadata: {name: oversized}
 spec:

@@ -279,21 +279,21 @@ spec:
 func TestAReferencedTemplateUsingAFeatureWfguardDoesNotRunIsRejectedAtStart(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.createTemplate(`
-metadata: {name: memoized}
+metadata: {name: affinity}
 spec:
   templates:
-  - {name: server, memoize: {key: k, cache: {configMap: {name: cache}}}, container: {image: nginx}}
+  - {name: server, retryStrategy: {limit: 1, affinity: {nodeAntiAffinity: {}}}, container: {image: nginx}}
 `, false)
 	wf := e.submit(`
-metadata: {name: uses-memoized}
+metadata: {name: uses-affinity}
 spec:
   entrypoint: main
   templates:
   - name: main
-    steps: [[{name: serve, templateRef: {name: memoized, template: server}}]]
+    steps: [[{name: serve, templateRef: {name: affinity, template: server}}]]
 `)
 	done := e.waitCompleted(wf.Name)
-	want := "invalid spec: not supported by wfguard yet: template namespaced/memoized/server: memoize"
+	want := "invalid spec: not supported by wfguard yet: template namespaced/affinity/server: retryStrategy.affinity"
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
 		t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, want)
 	}
