@@ -146,6 +146,10 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		e.completeWorkflow(p, wfv1.WorkflowFailed, "failed to set global parameters: "+err.Error())
 		return false, nil
 	}
+	if err := applyWorkflowMetadata(p); err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowError, err.Error()) // argo errors the workflow
+		return false, nil
+	}
 	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
 		return false, err
 	}
