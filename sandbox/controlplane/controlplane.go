@@ -204,6 +204,10 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		}
 		resp, err := client.Get(host + "/readyz")
 		if err != nil {
+			// The certificate file may have been read while the apiserver was still writing it (its CA
+			// block missing): a client built from it fails TLS forever. Read it again next time.
+			client.CloseIdleConnections()
+			client = nil
 			return false
 		}
 		resp.Body.Close()
