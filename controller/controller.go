@@ -36,6 +36,7 @@ import (
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/internal/reportonce"
+	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
@@ -280,7 +281,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		PVCs:                pvcControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube},
-		Caches:              cacheConfigMaps{kube: c.kube},
+		Caches:              memoize.KubeConfigMaps{Kube: c.kube, FieldManager: updateOptions.FieldManager},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Validate:            opts.Validate,
 		ExecutorImage:       opts.ExecutorImage,

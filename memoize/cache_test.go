@@ -10,31 +10,9 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 )
-
-// fakeConfigMaps is an in-memory ConfigMap API.
-type fakeConfigMaps map[string]*corev1.ConfigMap
-
-func (f fakeConfigMaps) Get(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	cm, ok := f[namespace+"/"+name]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-	}
-	return cm.DeepCopy(), nil
-}
-
-func (f fakeConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
-	return cm.DeepCopy(), nil
-}
-
-func (f fakeConfigMaps) Update(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
-	return cm.DeepCopy(), nil
-}
 
 var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
@@ -45,8 +23,8 @@ func cacheLabel() map[string]string {
 // A saved entry is read back as a hit until it is older than maxAge; the ConfigMap is created with argo's
 // label and entry format.
 func TestASavedEntryIsAHitUntilItExpires(t *testing.T) {
-	cms := fakeConfigMaps{}
-	c := Cache{Client: cms, Namespace: "ns", Name: "cache-config"}
+	kube := fake.NewClientset()
+	c := Cache{Client: KubeConfigMaps{Kube: kube}, Namespace: "ns", Name: "cache-config"}
 	v := wfv1.AnyString("world")
 	outputs := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "hello", Value: &v}}}
 	if _, hit, err := c.Lookup(context.Background(), "cache-key", "10s", now); hit || err != nil {
@@ -55,7 +33,10 @@ func TestASavedEntryIsAHitUntilItExpires(t *testing.T) {
 	if err := c.Save(context.Background(), "cache-key", "node-1", outputs, now); err != nil {
 		t.Fatal(err)
 	}
-	cm := cms["ns/cache-config"]
+	cm, err := kube.CoreV1().ConfigMaps("ns").Get(context.Background(), "cache-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var entry Entry
 	if err := json.Unmarshal([]byte(cm.Data["cache-key"]), &entry); err != nil || entry.NodeID != "node-1" ||
 		cm.Labels[common.LabelKeyConfigMapType] != common.LabelValueTypeConfigMapCache {
@@ -103,11 +84,11 @@ func TestWhatTheCacheCannotUseIsRefused(t *testing.T) {
 			Data: map[string]string{"k": "{"}}, "k", "", "malformed cache entry: could not unmarshal JSON"},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			cms := fakeConfigMaps{}
+			kube := fake.NewClientset()
 			if tc.cm != nil {
-				cms["ns/c"] = tc.cm
+				kube = fake.NewClientset(tc.cm)
 			}
-			_, _, err := Cache{Client: cms, Namespace: "ns", Name: "c"}.Lookup(context.Background(), tc.key, tc.maxAge, now)
+			_, _, err := Cache{Client: KubeConfigMaps{Kube: kube}, Namespace: "ns", Name: "c"}.Lookup(context.Background(), tc.key, tc.maxAge, now)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one starting %q", err, tc.want)
 			}

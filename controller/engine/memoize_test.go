@@ -9,31 +9,11 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wfguard/wfguard/memoize"
 )
-
-// memoConfigMaps is an in-memory ConfigMap API for memoization caches.
-type memoConfigMaps map[string]*corev1.ConfigMap
-
-func (f memoConfigMaps) Get(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	cm, ok := f[namespace+"/"+name]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-	}
-	return cm.DeepCopy(), nil
-}
-
-func (f memoConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
-	return cm, nil
-}
-
-func (f memoConfigMaps) Update(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	f[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
-	return cm, nil
-}
 
 const memoized = `
 metadata: {name: %s, namespace: ns, uid: %s}
@@ -51,8 +31,8 @@ spec:
 // maxAge.
 func TestAMemoizedTemplateRunsOnceAndServesItsOutputsFromTheCache(t *testing.T) {
 	w := newLockWorld(t)
-	caches := memoConfigMaps{}
-	w.e.Caches = caches
+	kube := fake.NewClientset()
+	w.e.Caches = memoize.KubeConfigMaps{Kube: kube}
 	first := w.workflow(fmt.Sprintf(memoized, "first", "11111111-1111-1111-1111-111111111111"), w.now)
 	id := first.NodeID("first")
 	w.pass(first)
@@ -66,7 +46,10 @@ func TestAMemoizedTemplateRunsOnceAndServesItsOutputsFromTheCache(t *testing.T) 
 	w.outputs[id] = &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "hello", Value: &world}}}
 	w.done[id] = true
 	w.pass(first)
-	cm := caches["ns/cache-config"]
+	cm, err := kube.CoreV1().ConfigMaps("ns").Get(context.Background(), "cache-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if first.Status.Phase != wfv1.WorkflowSucceeded || cm == nil || cm.Data["cache-key"] == "" ||
 		cm.Labels[common.LabelKeyConfigMapType] != common.LabelValueTypeConfigMapCache {
 		t.Fatalf("workflow %s %q, cache %+v; want Succeeded and the outputs saved in a labelled ConfigMap", first.Status.Phase, first.Status.Message, cm)
@@ -93,7 +76,7 @@ func TestAMemoizedTemplateRunsOnceAndServesItsOutputsFromTheCache(t *testing.T) 
 // A cache ConfigMap that is not labelled as one is never used: the node errors with argo's message.
 func TestAnUnlabelledCacheConfigMapErrorsTheNode(t *testing.T) {
 	w := newLockWorld(t)
-	w.e.Caches = memoConfigMaps{"ns/cache-config": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache-config"}}}
+	w.e.Caches = memoize.KubeConfigMaps{Kube: fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache-config"}})}
 	wf := w.workflow(fmt.Sprintf(memoized, "wf", "44444444-4444-4444-4444-444444444444"), w.now)
 	w.pass(wf)
 	n := wf.Status.Nodes[wf.NodeID("wf")]
