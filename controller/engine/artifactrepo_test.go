@@ -212,13 +212,7 @@ func TestAPodGetsTheRepositorysArchiveLocationWithArgosKey(t *testing.T) {
 		pods := &recordingPods{created: map[string]*corev1.Pod{}}
 		e := &Engine{Pods: pods, ConfigMaps: &fakeConfigMaps{objects: map[string]*corev1.ConfigMap{
 			"ns/artifact-repositories": repoConfigMap("ns", "artifact-repositories", "r", map[string]string{"r": tc.repo})}}}
-		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Now(), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-		if _, err := e.Start(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Execute(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
+		runPass(t, e, wf, time.Now())
 		id := wf.NodeID("arts[0].produce")
 		if tc.nodeErr != "" {
 			if n := p0(wf, "arts[0].produce"); n == nil || n.Phase != wfv1.NodeError || n.Message != tc.nodeErr {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 // podTemplate is the template a pod's executor reads (ARGO_TEMPLATE on its init container, else wait).
@@ -132,13 +129,7 @@ spec:
 		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 		pass := func() {
 			now = now.Add(time.Second)
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			if _, err := e.Start(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Execute(context.Background(), p); err != nil {
-				t.Fatal(err)
-			}
+			runPass(t, e, wf, now)
 		}
 		pass()
 		if wf.Status.Phase != wfv1.WorkflowRunning {

@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestATemplatesDisplayNameAnnotationNamesItsNode(t *testing.T) {
@@ -51,13 +48,7 @@ spec:
 		t.Fatal(err)
 	}
 	e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}}
-	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-	if _, err := e.Start(p); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Execute(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	runPass(t, e, wf, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	for name, want := range map[string]string{"dn[0].s": "os-debian", "dn[0].s(0)": "s(0)"} {
 		if n := p0(wf, name); n == nil || n.DisplayName != want {
 			t.Errorf("node %s: %+v, want display name %q", name, n, want)

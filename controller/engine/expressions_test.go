@@ -38,13 +38,24 @@ spec:
 func (w *exprWorkflow) pass() {
 	w.t.Helper()
 	w.now = w.now.Add(time.Second)
-	p := &Pass{WF: w.wf, Ext: &extstatus.Extensions{}, Now: w.now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-	if _, err := w.e.Start(p); err != nil {
-		w.t.Fatal(err)
+	runPass(w.t, w.e, w.wf, w.now)
+}
+
+// runPass runs one pass of e over wf at now, as the controller does: Start, then Execute unless the
+// workflow ended at its start. It reports whether the workflow started.
+func runPass(t *testing.T, e *Engine, wf *wfv1.Workflow, now time.Time) bool {
+	t.Helper()
+	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+	started, err := e.Start(p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := w.e.Execute(context.Background(), p); err != nil {
-		w.t.Fatal(err)
+	if started {
+		if err := e.Execute(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return started
 }
 
 func (w *exprWorkflow) succeed(name, result string) {

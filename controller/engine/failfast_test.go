@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestFailFastStopsStartingStepsOnceOneFailed(t *testing.T) {
@@ -41,13 +38,7 @@ spec:
 		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 		pass := func() {
 			now = now.Add(time.Second)
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			if _, err := e.Start(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Execute(context.Background(), p); err != nil {
-				t.Fatal(err)
-			}
+			runPass(t, e, wf, now)
 		}
 		pass()
 		first := p0(wf, "ff[0].unit(0:a)")

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestWorkflowDurationCountsFromTheStartUntilTheFinish(t *testing.T) {
@@ -51,13 +48,7 @@ spec:
 	wf.Status.Phase, wf.Status.StartedAt = wfv1.WorkflowRunning, metav1.NewTime(start) // started by an earlier pass
 	pods := &recordingPods{created: map[string]*corev1.Pod{}}
 	e := &Engine{Pods: pods}
-	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: start.Add(2 * time.Second), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-	if _, err := e.Start(p); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Execute(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	runPass(t, e, wf, start.Add(2*time.Second))
 	pod := pods.created[wf.NodeID("timed")]
 	if pod == nil {
 		t.Fatal("no pod created")
@@ -95,13 +86,7 @@ spec:
 	}
 	pods := &recordingPods{created: map[string]*corev1.Pod{}}
 	e := &Engine{Pods: pods}
-	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-	if _, err := e.Start(p); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Execute(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	runPass(t, e, wf, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 	pod := pods.created[wf.NodeID("md")]
 	if pod == nil {
 		t.Fatal("no pod created")

@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestAnExitHandlerStartsOnlyOnceItsNodeIsFulfilledAndHoldsWhatFollows(t *testing.T) {
@@ -44,13 +41,7 @@ spec:
 		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 		pass := func() {
 			now = now.Add(time.Second)
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			if _, err := e.Start(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Execute(context.Background(), p); err != nil {
-				t.Fatal(err)
-			}
+			runPass(t, e, wf, now)
 		}
 		// finish ends a pod node; synced says whether its result has arrived.
 		finish := func(name string, phase wfv1.NodePhase, synced bool) {

@@ -167,13 +167,7 @@ func TestASuspendDurationThatExpiresAppliesTheOutputDefaults(t *testing.T) {
 			e := &Engine{Pods: pods}
 			now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 			for _, at := range []time.Duration{0, time.Second, 11 * time.Second, 12 * time.Second} {
-				p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now.Add(at), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-				if _, err := e.Start(p); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.Execute(context.Background(), p); err != nil {
-					t.Fatal(err)
-				}
+				runPass(t, e, wf, now.Add(at))
 				if at == time.Second {
 					if n := p0(wf, "timed[0].approve"); n == nil || n.Phase != wfv1.NodeRunning || n.Outputs == nil || n.Outputs.Parameters[0].ValueFrom.Supplied == nil {
 						t.Fatalf("while suspended, approve = %+v; want Running with its supplied output awaiting a value", n)

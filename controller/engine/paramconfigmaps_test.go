@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 // A parameter read from a ConfigMap must get the ConfigMap's value, its default, or a clear error: never a
@@ -85,14 +82,7 @@ spec:
 			if !tc.noStore {
 				e.ParameterConfigMaps = store
 			}
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			if ok, err := e.Start(p); err != nil {
-				t.Fatal(err)
-			} else if ok {
-				if err := e.Execute(context.Background(), p); err != nil {
-					t.Fatal(err)
-				}
-			}
+			runPass(t, e, wf, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 			pod := pods.created[wf.NodeID("cm")]
 			if tc.wantArg == "" {
 				if pod != nil {

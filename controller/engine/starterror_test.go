@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +8,6 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 const lookupFailed = `failed to look-up entrypoint/cmd for image "nginx:1.13", you must either explicitly specify the command`
@@ -70,13 +67,7 @@ spec:
 		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 		for range 2 {
 			now = now.Add(time.Second)
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			if _, err := e.Start(p); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Execute(context.Background(), p); err != nil {
-				t.Fatal(err)
-			}
+			runPass(t, e, wf, now)
 		}
 		for name, want := range tc.want {
 			n := p0(wf, name)

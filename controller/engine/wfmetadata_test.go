@@ -8,8 +8,6 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestWorkflowMetadataLabelsTheWorkflowAtItsStartAsArgoDoes(t *testing.T) {
@@ -36,7 +34,7 @@ func TestWorkflowMetadataLabelsTheWorkflowAtItsStartAsArgoDoes(t *testing.T) {
 		t.Run(tc.sentence, func(t *testing.T) {
 			wf := &wfv1.Workflow{}
 			if err := yaml.UnmarshalStrict([]byte(`
-metadata: {name: md, namespace: ns}
+metadata: {name: md, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
 spec:
   entrypoint: main
   arguments: {parameters: [{name: env, value: prod}]}
@@ -47,11 +45,7 @@ spec:
 				t.Fatal(err)
 			}
 			e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}}
-			p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-			ok, err := e.Start(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ok := runPass(t, e, wf, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 			if tc.wantError != "" {
 				if ok || wf.Status.Phase != wfv1.WorkflowError || !strings.Contains(wf.Status.Message, tc.wantError) {
 					t.Fatalf("workflow %s %q, want Error containing %q", wf.Status.Phase, wf.Status.Message, tc.wantError)

@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/wfguard/wfguard/extstatus"
 )
 
 func TestAWhenThatCannotBeEvaluatedErrorsTheGroupAsArgoRecordsIt(t *testing.T) {
@@ -37,13 +34,7 @@ spec:
 			t.Fatal(err)
 		}
 		e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}}
-		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-		if _, err := e.Start(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Execute(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
+		runPass(t, e, wf, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 		if sg := p0(wf, "w[0]"); sg == nil || sg.Phase != wfv1.NodeError {
 			t.Errorf("%s: group %+v, want Error", tc.sentence, sg)
 		}
