@@ -141,8 +141,8 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: "invalid spec: " + err.Error()})
 		return false, nil
 	}
-	p.paramConfigMaps = e.parameterConfigMaps()
-	if _, err := configMapGlobals(p.paramConfigMaps, p.WF); err != nil {
+	p.paramConfigMaps = e.ParameterConfigMaps
+	if _, err := configMapGlobals(p.configMaps(), p.WF); err != nil {
 		e.completeWorkflow(p, wfv1.WorkflowFailed, "failed to set global parameters: "+err.Error())
 		return false, nil
 	}
@@ -217,7 +217,7 @@ func (e *Engine) validate(p *Pass) error {
 // Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
-	p.paramConfigMaps = e.parameterConfigMaps()
+	p.paramConfigMaps = e.ParameterConfigMaps
 	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
 	if err == nil {
 		err = e.execute(ctx, p)
@@ -469,7 +469,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	globals := common.Parameters(p.globals())
-	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, e.parameterConfigMaps())
+	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, p.configMaps())
 	if err != nil {
 		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 	}

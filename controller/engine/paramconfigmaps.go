@@ -13,13 +13,6 @@ type noParameterConfigMaps struct{}
 
 func (noParameterConfigMaps) GetByKey(string) (any, bool, error) { return nil, false, nil }
 
-func (e *Engine) parameterConfigMaps() common.ConfigMapStore {
-	if e.ParameterConfigMaps == nil {
-		return noParameterConfigMaps{}
-	}
-	return e.ParameterConfigMaps
-}
-
 // configMapGlobals are the workflow parameters whose value comes from a ConfigMap (valueFrom.configMapKeyRef),
 // read as argo reads them: from ConfigMaps labelled workflows.argoproj.io/configmap-type=Parameter, the
 // parameter's default when that fails, else an error naming the parameter, ConfigMap and key.

@@ -53,7 +53,7 @@ type Pass struct {
 	oldPodWaits map[string]wfv1.NodeStatus
 	// holders are the WorkflowTemplates read this pass, by scope/name.
 	holders map[string]wfv1.TemplateHolder
-	// paramConfigMaps is the engine's store of parameter ConfigMaps (set by Start and Execute).
+	// paramConfigMaps is the engine's store of parameter ConfigMaps (set by Start and Execute; nil: none).
 	paramConfigMaps common.ConfigMapStore
 }
 

@@ -2,7 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -39,7 +40,7 @@ func applyWorkflowMetadata(p *Pass) error {
 		globals["workflow.annotations."+k] = v
 	}
 	vars := env.GetFuncMap(template.EnvMap(globals))
-	for _, k := range sortedKeys(md.LabelsFrom) {
+	for _, k := range slices.Sorted(maps.Keys(md.LabelsFrom)) {
 		f := md.LabelsFrom[k]
 		program, err := expr.Compile(f.Expression, expr.Env(vars))
 		if err != nil {
@@ -85,13 +86,4 @@ func execWorkflowMetadata(wf *wfv1.Workflow) *wfv1.WorkflowMetadata {
 		return s.WorkflowMetadata
 	}
 	return wf.Spec.WorkflowMetadata
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
