@@ -121,16 +121,6 @@ func localTemplate(wf *wfv1.Workflow, name string) *wfv1.Template {
 	return wf.GetTemplateByName(name)
 }
 
-// execPodMetadata is spec.podMetadata of the spec the workflow runs. Like argo, it is merged into each of
-// the workflow's own templates when one is resolved, so ARGO_TEMPLATE carries it and it wins over the
-// template's own metadata.
-func execPodMetadata(wf *wfv1.Workflow) *wfv1.Metadata {
-	if s := wf.Status.StoredWorkflowSpec; s != nil {
-		return s.PodMetadata
-	}
-	return wf.Spec.PodMetadata
-}
-
 // templateOf is the template a node was created from, without any I/O: every template a node was
 // created from is the workflow's own or stored. Nil when it cannot be found.
 func (p *Pass) templateOf(n *wfv1.NodeStatus) *wfv1.Template {
@@ -185,7 +175,9 @@ func (e *Engine) resolveTemplate(ctx context.Context, p *Pass, call templateCall
 		if t == nil {
 			return nil, fmt.Errorf("template %q not found", call.name)
 		}
-		if md := execPodMetadata(p.WF); md != nil {
+		// Like argo, the workflow's spec.podMetadata is merged into each of its own templates when resolved,
+		// so ARGO_TEMPLATE carries it and it wins over the template's own metadata.
+		if md := execSpec(p.WF).PodMetadata; md != nil {
 			t = t.DeepCopy() // the spec's own template stays as submitted
 			addPodMetadata(t, md)
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/util/expr/env"
 	"github.com/argoproj/argo-workflows/v3/util/template"
 	"github.com/expr-lang/expr"
@@ -21,7 +20,7 @@ const systemPrefix = "workflows.argoproj.io/"
 // applyWorkflowMetadata sets spec.workflowMetadata's labels, annotations and labelsFrom expressions on the
 // Workflow when it starts, as argo does, with argo's validation of label values and its messages.
 func applyWorkflowMetadata(p *Pass) error {
-	md := execWorkflowMetadata(p.WF)
+	md := execSpec(p.WF).WorkflowMetadata
 	if md == nil {
 		return nil
 	}
@@ -79,11 +78,4 @@ func applyWorkflowMetadata(p *Pass) error {
 		p.WF.Annotations[k] = v
 	}
 	return nil
-}
-
-func execWorkflowMetadata(wf *wfv1.Workflow) *wfv1.WorkflowMetadata {
-	if s := wf.Status.StoredWorkflowSpec; s != nil {
-		return s.WorkflowMetadata
-	}
-	return wf.Spec.WorkflowMetadata
 }
