@@ -46,10 +46,7 @@ func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
 	if wf.Status.ArtifactRepositoryRef != nil {
 		return nil
 	}
-	ref := wf.Spec.ArtifactRepositoryRef
-	if s := wf.Status.StoredWorkflowSpec; s != nil {
-		ref = s.ArtifactRepositoryRef // what runs: the merged spec of a workflowTemplateRef
-	}
+	ref := execSpec(wf).ArtifactRepositoryRef // what runs: the merged spec of a workflowTemplateRef
 	candidate := &wfv1.ArtifactRepositoryRefStatus{Namespace: wf.Namespace}
 	if ref != nil {
 		candidate.ArtifactRepositoryRef = wfv1.ArtifactRepositoryRef{ConfigMap: ref.ConfigMap, Key: ref.Key}
