@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wfguard/wfguard/internal/truncate"
 )
 
 // Verdict compares one case under both controllers.
@@ -100,19 +102,7 @@ func Compare(argo, wfg Observation) Verdict {
 }
 
 func diffMaps(what string, a, w map[string]string, add func(string, ...any)) {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range w {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, k := range sorted {
+	for _, k := range unionKeys(a, w) {
 		av, aok := a[k]
 		wv, wok := w[k]
 		switch {
@@ -158,12 +148,8 @@ func orNone(s string) string {
 	return s
 }
 
-func clip(s string) string {
-	if len(s) > 120 {
-		return s[:117] + "..."
-	}
-	return s
-}
+// clip keeps a report's values readable (cut on a rune boundary, saying how much was cut).
+func clip(s string) string { return truncate.String(s, 117) }
 
 // clockFields are pod fields a controller derives from the wall clock when it creates the pod (the seconds
 // left of a deadline): a difference of one second is the two runs' clocks, not a behaviour.
