@@ -24,13 +24,14 @@ test: tools argo-tools
 	$(GO) test $(TEST_FLAGS) ./...
 
 ## compat: run all of argo's examples under stock argo and under wfguard and compare them (~15 min); prints a
-## table, writes compat/results/latest.json. CASES=a,b runs some; MIN_SAME=95 fails below that share.
+## table, writes compat/results/latest.json. CASES=a,b runs some; CORPUS=examples|own|all (default all: argo's
+## examples and our compat/corpus); MIN_SAME=95 fails when fewer of argo's examples have the same outcome.
 COMPAT_FLAGS ?= -count=1 -timeout=60m
 CASES    ?=
 MIN_SAME ?= 0
 compat: tools argo-tools
 	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
-		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME)
+		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME) -compat.corpus=$(or $(CORPUS),all)
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
 demo: tools

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,12 @@ func Compare(argo, wfg Observation) Verdict {
 		add("message: argo %q, wfguard %q", argo.Message, wfg.Message)
 	}
 	diffMaps("node", argo.Nodes, wfg.Nodes, add)
+	for _, name := range slices.Sorted(maps.Keys(argo.NodeIDs)) {
+		// A node missing on one side is already a node difference.
+		if a, w := argo.NodeIDs[name], wfg.NodeIDs[name]; w != "" && w != a {
+			add("node ID of %s: argo %q, wfguard %q", name, a, w)
+		}
+	}
 	for _, name := range unionKeys(argo.Outputs, wfg.Outputs) {
 		diffMaps("outputs of "+name, argo.Outputs[name], wfg.Outputs[name], add)
 	}

@@ -11,6 +11,7 @@ func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgre
 	base := func() Observation {
 		return Observation{Case: "c", Phase: "Failed", Message: "child 'c-1' failed",
 			Nodes:   map[string]string{"c": "c Steps Failed", "c[0].a": "a Pod Failed"},
+			NodeIDs: map[string]string{"c": "c", "c[0].a": "c-1234"},
 			Outputs: map[string]map[string]string{"c[0].a": {"exitCode": "1"}},
 			Pods:    map[string]map[string]string{"c[0].a": {"containers.main.image": "busybox", "finalizers": "", "spec.activeDeadlineSeconds": "19"}}}
 	}
@@ -27,6 +28,8 @@ func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgre
 		{"a different phase differs", func(w *Observation) { w.Phase = "Succeeded" }, false, false, "phase: argo Failed, wfguard Succeeded", ""},
 		{"a message of another class differs", func(w *Observation) { w.Message = "invalid spec" }, false, false, "message:", ""},
 		{"a missing node differs", func(w *Observation) { delete(w.Nodes, "c[0].a") }, false, false, `node: c[0].a: argo "a Pod Failed", wfguard none`, ""},
+		{"a node of another ID differs, since pod names and argo's CLI derive from it",
+			func(w *Observation) { w.NodeIDs["c[0].a"] = "c-9999" }, false, false, `node ID of c[0].a: argo "c-1234", wfguard "c-9999"`, ""},
 		{"a different output differs", func(w *Observation) { w.Outputs["c[0].a"]["exitCode"] = "0" }, false, false, "outputs of c[0].a: exitCode", ""},
 		{"an unsupported feature is a rejection", func(w *Observation) { w.Message = "not supported by wfguard yet: memoize" }, false, true, "message:", ""},
 		{"a pod field that differs is an unexplained pod difference, not an outcome difference",
@@ -71,13 +74,16 @@ func TestLoadCorpusNamesEveryWorkflowAndKeepsWhatTheyNeed(t *testing.T) {
 		"apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: two\nspec:\n  entrypoint: a\n")
 	write("cron.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata:\n  name: c\n")
 	write("bad.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  name: bad\nspec:\n  entrypoint: 3\n  nosuchfield: x\n")
-	c, err := LoadCorpus(dir)
+	c, err := LoadCorpus(dir, OriginArgoExamples)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, cs := range c.Cases {
 		names = append(names, cs.Name+"="+cs.Workflow.Name)
+		if cs.Origin != OriginArgoExamples {
+			t.Errorf("case %s has origin %q, want the one it was loaded with", cs.Name, cs.Origin)
+		}
 	}
 	if got, want := strings.Join(names, " "), "hello=hello sub-two=sub-two sub-two#2=sub-two-2"; got != want {
 		t.Errorf("cases %q, want %q", got, want)
@@ -94,6 +100,37 @@ func TestLoadCorpusNamesEveryWorkflowAndKeepsWhatTheyNeed(t *testing.T) {
 	}
 	if _, err := c.Select("hello", "nosuch"); err == nil {
 		t.Error("selecting an unknown case did not fail")
+	}
+	own := &Corpus{Cases: []Case{{Name: "hello", Origin: OriginOwn}}}
+	if _, err := c.Merge(own); err == nil || !strings.Contains(err.Error(), `case "hello" is in argo-examples and in own`) {
+		t.Errorf("merging a corpus with a case of the same name: err %v, want it named", err)
+	}
+}
+
+func TestTheReportCountsEachOriginApartAndTheBarOnArgosExamplesOnly(t *testing.T) {
+	c := &Corpus{Cases: []Case{
+		{Name: "a", Origin: OriginArgoExamples}, {Name: "b", Origin: OriginArgoExamples}, {Name: "mine", Origin: OriginOwn},
+	}}
+	obs := func(phase string) Observation {
+		return Observation{Phase: phase, Nodes: map[string]string{"x": "x Pod " + phase}}
+	}
+	argo := []Observation{obs("Succeeded"), obs("Succeeded"), obs("Succeeded")}
+	wfg := []Observation{obs("Succeeded"), obs("Failed"), obs("Succeeded")}
+	for i := range argo {
+		argo[i].Case, wfg[i].Case = c.Cases[i].Name, c.Cases[i].Name
+	}
+	r, err := NewReport("v3.7.9", c, argo, wfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Percent(); got != 50 {
+		t.Errorf("the bar's share is %.1f%%, want 50%% (one of argo's two examples; the own case does not count)", got)
+	}
+	want := map[Origin]Tally{OriginArgoExamples: {Cases: 2, Same: 1}, OriginOwn: {Cases: 1, Same: 1}}
+	for o, w := range want {
+		if got := r.Origins[o]; got != w {
+			t.Errorf("tally of %s: %+v, want %+v", o, got, w)
+		}
 	}
 }
 

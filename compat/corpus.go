@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,9 +26,21 @@ type Case struct {
 	// workflow.
 	Name string `json:"name"`
 	// Source is the file it came from, relative to the corpus dir.
-	Source   string         `json:"source"`
+	Source string `json:"source"`
+	// Origin says which corpus the case belongs to; the issue's bar counts argo's examples only.
+	Origin   Origin         `json:"origin"`
 	Workflow *wfv1.Workflow `json:"-"`
 }
+
+// Origin is the corpus a case comes from.
+type Origin string
+
+const (
+	// OriginArgoExamples is argo's examples/ directory of the pinned release.
+	OriginArgoExamples Origin = "argo-examples"
+	// OriginOwn is compat/corpus: workflows of our own, one or more per feature the suite checks.
+	OriginOwn Origin = "own"
+)
 
 // Skipped is a document of the corpus that is not run, and why.
 type Skipped struct {
@@ -43,6 +56,8 @@ type Corpus struct {
 	Cases   []Case
 	Objects []*unstructured.Unstructured
 	Skipped []Skipped
+
+	origin Origin
 }
 
 // supportKinds are the kinds of the corpus installed before its workflows run.
@@ -52,9 +67,9 @@ var supportKinds = map[string]bool{
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// LoadCorpus reads every .yaml file under dir.
-func LoadCorpus(dir string) (*Corpus, error) {
-	c := &Corpus{}
+// LoadCorpus reads every .yaml file under dir; its cases carry origin.
+func LoadCorpus(dir string, origin Origin) (*Corpus, error) {
+	c := &Corpus{origin: origin}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
@@ -98,7 +113,7 @@ func (c *Corpus) add(rel string, data []byte) error {
 				c.Skipped = append(c.Skipped, Skipped{Source: rel, Kind: kind, Reason: err.Error()})
 				continue
 			}
-			c.Cases = append(c.Cases, Case{Name: name, Source: rel, Workflow: wf})
+			c.Cases = append(c.Cases, Case{Name: name, Source: rel, Origin: c.origin, Workflow: wf})
 		case supportKinds[kind]:
 			c.Objects = append(c.Objects, &u)
 		default:
@@ -131,6 +146,24 @@ func toWorkflow(u *unstructured.Unstructured, caseName string) (*wfv1.Workflow, 
 	}
 	wf.Name, wf.GenerateName, wf.Namespace = name, "", ""
 	return &wf, nil
+}
+
+// Merge is c and other run as one corpus. Two cases of the same name are an error: a case's name is its
+// workflow's name, and the report keys on it.
+func (c *Corpus) Merge(other *Corpus) (*Corpus, error) {
+	out := &Corpus{
+		Cases:   slices.Concat(c.Cases, other.Cases),
+		Objects: slices.Concat(c.Objects, other.Objects),
+		Skipped: slices.Concat(c.Skipped, other.Skipped),
+	}
+	seen := map[string]Origin{}
+	for _, cs := range out.Cases {
+		if o, dup := seen[cs.Name]; dup {
+			return nil, fmt.Errorf("merging corpora: case %q is in %s and in %s", cs.Name, o, cs.Origin)
+		}
+		seen[cs.Name] = cs.Origin
+	}
+	return out, nil
 }
 
 // Select keeps the cases whose names are listed, in the list's order; a name matching none is an error.

@@ -14,7 +14,8 @@ import (
 var (
 	casesFlag   = flag.String("compat.cases", "", "comma-separated case names to run (default: every example)")
 	outFlag     = flag.String("compat.out", "", "write the JSON report here (default: compat/results/latest.json)")
-	minSameFlag = flag.Float64("compat.min-same", 0, "fail when fewer than this percentage of cases have the same outcome")
+	minSameFlag = flag.Float64("compat.min-same", 0, "fail when fewer than this percentage of argo's examples have the same outcome")
+	corpusFlag  = flag.String("compat.corpus", "all", "which corpus to run: examples (argo's), own (compat/corpus) or all")
 )
 
 // TestArgosExamplesUnderWFGuardAndStockArgo runs argo's v3.7.9 examples under both controllers and writes
@@ -22,7 +23,7 @@ var (
 // corpus at all or the share of same outcomes is below -compat.min-same.
 func TestArgosExamplesUnderWFGuardAndStockArgo(t *testing.T) {
 	env := newDifferential(t)
-	corpus := env.examples(t)
+	corpus := env.corpus(t, *corpusFlag)
 	if *casesFlag != "" {
 		var err error
 		if corpus, err = corpus.Select(strings.Split(*casesFlag, ",")...); err != nil {
@@ -49,4 +50,22 @@ func TestArgosExamplesUnderWFGuardAndStockArgo(t *testing.T) {
 	if report.Percent() < *minSameFlag {
 		t.Errorf("same outcome on %.1f%% of the cases, want at least %.1f%%", report.Percent(), *minSameFlag)
 	}
+}
+
+func (d *differential) corpus(t *testing.T, which string) *Corpus {
+	t.Helper()
+	switch which {
+	case "examples":
+		return d.examples(t)
+	case "own":
+		return d.own(t)
+	case "all":
+		c, err := d.examples(t).Merge(d.own(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Fatalf("-compat.corpus=%q: want examples, own or all", which)
+	return nil
 }

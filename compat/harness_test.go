@@ -48,7 +48,17 @@ func (d *differential) examples(t *testing.T) *Corpus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadCorpus(filepath.Join(dir, "examples"))
+	c, err := LoadCorpus(filepath.Join(dir, "examples"), OriginArgoExamples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// own is compat/corpus: our workflows per feature.
+func (d *differential) own(t *testing.T) *Corpus {
+	t.Helper()
+	c, err := LoadCorpus(filepath.Join(d.root, "compat", "corpus"), OriginOwn)
 	if err != nil {
 		t.Fatal(err)
 	}

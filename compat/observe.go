@@ -23,6 +23,8 @@ type Observation struct {
 	Seconds  float64 `json:"seconds"`
 	// Nodes by node name: "<displayName> <type> <phase>".
 	Nodes map[string]string `json:"nodes,omitempty"`
+	// NodeIDs by node name: argo derives an ID from the workflow and node names, and pod names from it.
+	NodeIDs map[string]string `json:"nodeIDs,omitempty"`
 	// Outputs by node name (and "workflow" for the global ones), flattened.
 	Outputs map[string]map[string]string `json:"outputs,omitempty"`
 	// Pods by node name, flattened and normalized.
@@ -31,11 +33,12 @@ type Observation struct {
 
 func observe(c Case, wf *wfv1.Workflow, pods []*corev1.Pod) Observation {
 	o := Observation{Case: c.Name, Source: c.Source, Phase: string(wf.Status.Phase), Message: wf.Status.Message,
-		Nodes: map[string]string{}, Outputs: map[string]map[string]string{}, Pods: map[string]map[string]string{}}
+		Nodes: map[string]string{}, NodeIDs: map[string]string{}, Outputs: map[string]map[string]string{}, Pods: map[string]map[string]string{}}
 	uid := string(wf.UID)
 	nodeName := map[string]string{} // node ID → name
 	for id, n := range wf.Status.Nodes {
 		nodeName[id] = n.Name
+		o.NodeIDs[n.Name] = id
 		o.Nodes[n.Name] = fmt.Sprintf("%s %s %s", n.DisplayName, n.Type, n.Phase)
 		if n.Outputs != nil {
 			o.Outputs[n.Name] = flattenJSON(n.Outputs, uid)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -15,7 +17,37 @@ type Report struct {
 	Rejected    int       `json:"rejected"`
 	PodDiffs    int       `json:"casesWithPodDiffs"`
 	Skipped     []Skipped `json:"skipped,omitempty"`
-	Verdicts    []Verdict `json:"verdicts"`
+	// Origins counts the same figures per corpus.
+	Origins  map[Origin]Tally `json:"origins"`
+	Verdicts []Verdict        `json:"verdicts"`
+}
+
+// Tally is what a report counts for one corpus.
+type Tally struct {
+	Cases    int `json:"cases"`
+	Same     int `json:"same"`
+	Rejected int `json:"rejected"`
+	PodDiffs int `json:"casesWithPodDiffs"`
+}
+
+func (t *Tally) add(v Verdict) {
+	t.Cases++
+	if v.Same {
+		t.Same++
+	}
+	if v.Rejected {
+		t.Rejected++
+	}
+	if len(v.PodDiffs) > 0 {
+		t.PodDiffs++
+	}
+}
+
+func (t Tally) percent() float64 {
+	if t.Cases == 0 {
+		return 0
+	}
+	return 100 * float64(t.Same) / float64(t.Cases)
 }
 
 // NewReport compares the observations of the same corpus under both controllers (in the same order).
@@ -23,29 +55,30 @@ func NewReport(version string, c *Corpus, argo, wfg []Observation) (*Report, err
 	if len(argo) != len(wfg) {
 		return nil, fmt.Errorf("comparing runs: %d observations under argo, %d under wfguard", len(argo), len(wfg))
 	}
-	r := &Report{ArgoVersion: version, Cases: len(argo), Skipped: c.Skipped}
+	if len(argo) != len(c.Cases) {
+		return nil, fmt.Errorf("comparing runs: %d observations of %d cases", len(argo), len(c.Cases))
+	}
+	r := &Report{ArgoVersion: version, Skipped: c.Skipped, Origins: map[Origin]Tally{}}
+	var all Tally
 	for i := range argo {
 		v := Compare(argo[i], wfg[i])
-		if v.Same {
-			r.Same++
-		}
-		if v.Rejected {
-			r.Rejected++
-		}
-		if len(v.PodDiffs) > 0 {
-			r.PodDiffs++
-		}
+		all.add(v)
+		t := r.Origins[c.Cases[i].Origin]
+		t.add(v)
+		r.Origins[c.Cases[i].Origin] = t
 		r.Verdicts = append(r.Verdicts, v)
 	}
+	r.Cases, r.Same, r.Rejected, r.PodDiffs = all.Cases, all.Same, all.Rejected, all.PodDiffs
 	return r, nil
 }
 
-// Percent is the share of cases with the same outcome.
+// Percent is the share of argo's examples with the same outcome: the issue's bar. A run of the own corpus
+// alone has no such share and reports its overall one.
 func (r *Report) Percent() float64 {
-	if r.Cases == 0 {
-		return 0
+	if t, ok := r.Origins[OriginArgoExamples]; ok {
+		return t.percent()
 	}
-	return 100 * float64(r.Same) / float64(r.Cases)
+	return Tally{Cases: r.Cases, Same: r.Same}.percent()
 }
 
 // WriteTable prints one row per case and a summary.
@@ -71,8 +104,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nsame outcome: %d of %d (%.1f%%); rejected by wfguard: %d; cases with unexplained pod differences: %d; skipped documents: %d\n",
-		r.Same, r.Cases, r.Percent(), r.Rejected, r.PodDiffs, len(r.Skipped))
+	fmt.Fprintln(w)
+	for _, o := range slices.Sorted(maps.Keys(r.Origins)) {
+		t := r.Origins[o]
+		fmt.Fprintf(w, "%s: same outcome: %d of %d (%.1f%%); rejected by wfguard: %d; cases with unexplained pod differences: %d\n",
+			o, t.Same, t.Cases, t.percent(), t.Rejected, t.PodDiffs)
+	}
+	_, err := fmt.Fprintf(w, "skipped documents: %d\n", len(r.Skipped))
 	return err
 }
 
