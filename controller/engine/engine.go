@@ -607,6 +607,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
 	})
 	if err == nil {
+		addHostAntiAffinity(pod, p.failedHostsFor(n.ID, boundaryID))
 		var timeout time.Duration
 		if timeout, err = templateTimeout(tmpl); err == nil {
 			err = applyTimeout(pod, n, timeout, p.Now)

@@ -53,6 +53,9 @@ type Pass struct {
 	oldPodWaits map[string]wfv1.NodeStatus
 	// holders are the WorkflowTemplates read this pass, by scope/name.
 	holders map[string]wfv1.TemplateHolder
+	// retryOfAttempt maps an attempt's node ID to its retry node's, for attempts whose pods must avoid the
+	// hosts where earlier attempts failed (retryStrategy.affinity.nodeAntiAffinity).
+	retryOfAttempt map[string]string
 	// paramConfigMaps is the engine's store of parameter ConfigMaps (set by Start and Execute; nil: none).
 	paramConfigMaps common.ConfigMapStore
 }

@@ -174,6 +174,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 		attemptOpts.flag = &wfv1.NodeFlag{Retried: true, Hooked: opts.flag != nil && opts.flag.Hooked}
 		attemptOpts.retryParams = attemptParams(num, last)
 		name := fmt.Sprintf("%s(%d)", nodeName, num)
+		p.avoidFailedHosts(name, n, strategy)
 		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", opts.attemptBase, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
 		if err = recordedOnNode(err); err != nil || child == nil {
 			return p.node(nodeName), err

@@ -31,9 +31,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
-	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
-		add("spec.retryStrategy.affinity")
-	}
 	if s.RetryStrategy != nil && slices.ContainsFunc(s.Templates, func(t wfv1.Template) bool { return t.IsDaemon() }) {
 		add("spec.retryStrategy with daemon templates")
 	}
@@ -54,8 +51,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	switch {
-	case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
-		add("retryStrategy.affinity")
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
 	}
