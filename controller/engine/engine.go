@@ -245,6 +245,12 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return nil
 	}
 	defer p.useExecSpec()()
+	restoreVolumes, err := p.useSubstitutedVolumes()
+	if err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowError, err.Error()) // argo errors the workflow
+		return nil
+	}
+	defer restoreVolumes()
 	if err := e.ensurePVCs(ctx, p); err != nil || wf.Status.Phase.Completed() {
 		return err
 	}
