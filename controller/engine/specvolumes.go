@@ -55,4 +55,3 @@ func substituteJSON[T any](v []T, params map[string]string) ([]T, error) {
 	}
 	return replaced, nil
 }
-
