@@ -218,6 +218,7 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.ParameterConfigMaps
+	settleStoppedRetries(p)
 	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
 	if err == nil {
 		err = e.execute(ctx, p)
@@ -411,8 +412,8 @@ type execOpts struct {
 // parent reads outputs.result.
 func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, args wfv1.Arguments,
 	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
-	if n := p.node(nodeName); n != nil && fulfilled(n) {
-		return n, nil
+	if n := p.node(nodeName); n != nil && fulfilled(n) && !daemonedRetry(n) {
+		return n, nil // a daemoned Retry node goes on: its attempt may end, and then it retries
 	}
 	p.depth++
 	defer func() { p.depth-- }()

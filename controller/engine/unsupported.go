@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -34,9 +33,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.RetryStrategy != nil && s.RetryStrategy.Affinity != nil {
 		add("spec.retryStrategy.affinity")
 	}
-	if s.RetryStrategy != nil && slices.ContainsFunc(s.Templates, func(t wfv1.Template) bool { return t.IsDaemon() }) {
-		add("spec.retryStrategy with daemon templates")
-	}
 	for i := range s.Templates {
 		t := &s.Templates[i]
 		for _, d := range unsupportedInTemplate(t) {
@@ -53,11 +49,8 @@ func unsupported(wf *wfv1.Workflow) error {
 func unsupportedInTemplate(t *wfv1.Template) []string {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
-	switch {
-	case t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil:
+	if t.RetryStrategy != nil && t.RetryStrategy.Affinity != nil {
 		add("retryStrategy.affinity")
-	case t.IsDaemon() && t.RetryStrategy != nil:
-		add("daemon with retryStrategy")
 	}
 	if t.Metrics != nil && len(t.Metrics.Prometheus) > 0 {
 		add("metrics (custom Prometheus metrics)")
