@@ -512,7 +512,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource, wfv1.TemplateTypeData:
 		if n == nil {
 			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
@@ -536,7 +536,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, suspend, steps, dag)",
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, data, suspend, steps, dag)",
 			tmplName, resolved.GetType())
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
@@ -593,8 +593,11 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	taskresult.CloseGate(n)
 	p.setNode(n)
 	include := includeScriptOutput(parentTmplJSON, nodeName)
-	if tmpl.GetType() == wfv1.TemplateTypeResource {
+	switch tmpl.GetType() {
+	case wfv1.TemplateTypeResource:
 		include = false // argoexec's resource command prints no result; argo never asks it for one
+	case wfv1.TemplateTypeData:
+		include = true // the transformed data is the result; argo always asks for it
 	}
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {

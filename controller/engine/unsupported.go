@@ -63,8 +63,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("http template (argo runs it in its agent pod, which wfguard does not run)")
 	case t.Plugin != nil:
 		add("plugin template (argo runs it in its agent pod, which wfguard does not run)")
-	case t.Data != nil:
-		add("data template")
 	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
