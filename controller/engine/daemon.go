@@ -115,33 +115,30 @@ func assessStoppedDaemon(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *w
 }
 
 // A daemon template with a retryStrategy runs as a Retry node whose attempts are the daemon's pods. As in
-// argo, the Retry node is daemoned while its current attempt is: its dependants start then, and read the
+// argo, the Retry node is daemoned once an attempt is: its dependants start then, and read the serving
 // attempt's pod IP through it ({{steps.X.ip}}, {{tasks.X.ip}}). An attempt that ends on its own failed (a
-// daemon runs until stopped), so the strategy starts the next one; the Retry node is not daemoned meanwhile,
-// so no dependant starts without an address. When the scope ends, the Retry node is stopped with its
-// attempt and ends as the attempt does.
+// daemon runs until stopped), so the strategy starts the next one; as in argo the Retry node stays daemoned
+// meanwhile (dependants already running are not failed), keeping the last address it served at rather than
+// none, until the next attempt serves or the retries are exhausted. When the scope ends, the Retry node is
+// stopped with its attempt and ends as argo marks a stopped daemon.
 
 // daemonedRetry is a Retry node standing for a daemoned attempt.
 func daemonedRetry(n *wfv1.NodeStatus) bool {
 	return n != nil && n.Type == wfv1.NodeTypeRetry && daemoned(n)
 }
 
-// followDaemonAttempt keeps a Retry node's daemoned state and pod IP in step with its current attempt. It
-// reports whether that attempt is daemoned, i.e. nothing else is to be decided for the Retry node now.
+// followDaemonAttempt makes a Retry node daemoned at the pod IP of its current attempt while that attempt is
+// daemoned, and reports whether it is: then nothing else is to be decided for the Retry node now.
 func followDaemonAttempt(p *Pass, n, last *wfv1.NodeStatus) bool {
-	if last != nil && daemoned(last) && last.Phase == wfv1.NodeRunning {
-		if !daemoned(n) || n.PodIP != last.PodIP || n.Phase != wfv1.NodeRunning {
-			t := true
-			n.Daemoned, n.PodIP, n.Phase = &t, last.PodIP, wfv1.NodeRunning
-			p.setNode(n)
-		}
-		return true
+	if last == nil || !daemoned(last) || last.Phase != wfv1.NodeRunning {
+		return false
 	}
-	if daemoned(n) {
-		n.Daemoned, n.PodIP = nil, ""
+	if !daemoned(n) || n.PodIP != last.PodIP || n.Phase != wfv1.NodeRunning {
+		t := true
+		n.Daemoned, n.PodIP, n.Phase = &t, last.PodIP, wfv1.NodeRunning
 		p.setNode(n)
 	}
-	return false
+	return true
 }
 
 // settleStoppedRetries ends each stopped daemon's Retry node once its last attempt has settled: like

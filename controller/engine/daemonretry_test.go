@@ -58,15 +58,15 @@ func TestARetriedDaemonServesFromItsCurrentAttemptAndIsStoppedWithIt(t *testing.
 			}
 			return ""
 		}},
-		{"the first attempt exits by itself: it failed, and a second attempt starts", func() {
+		{"the first attempt exits by itself: it failed, a second attempt starts, the Retry node stays daemoned at the last address", func() {
 			seen[first] = podIn(pods.created[first], corev1.PodSucceeded, false, "")
 			w.results = append(w.results, completeResult(wf, first))
 		}, func(p *Pass) string {
 			if a := p.node("dr.server(0)"); a.Phase != wfv1.NodeFailed {
 				return "the first attempt is " + string(a.Phase)
 			}
-			if r := retry(p); daemoned(r) || r.PodIP != "" || r.Phase != wfv1.NodeRunning {
-				return "the Retry node still stands for the ended attempt"
+			if r := retry(p); !daemoned(r) || r.PodIP != "10.0.1.7" || r.Phase != wfv1.NodeRunning {
+				return "the Retry node stopped serving its dependants between attempts"
 			}
 			if pods.created[second] == nil {
 				return "no second attempt"

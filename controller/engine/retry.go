@@ -199,6 +199,7 @@ func (e *Engine) retryAgain(p *Pass, n *wfv1.NodeStatus, s *wfv1.RetryStrategy, 
 		if last.Outputs != nil {
 			n.Outputs = last.Outputs.DeepCopy()
 		}
+		n.Daemoned = nil // a daemon whose retries ended serves no more
 		p.markPhase(n, phase, msg)
 		return false
 	}
