@@ -150,6 +150,11 @@ func withArchiveLocation(p *Pass, tmpl *wfv1.Template, nodeName, nodeID string) 
 	for _, a := range tmpl.Outputs.Artifacts {
 		need = need || !a.HasLocation()
 	}
+	if tmpl.Data != nil {
+		if a, ok := tmpl.Data.Source.GetArtifactIfNeeded(); ok {
+			need = need || !a.HasLocation() // argoexec data completes the source from the archive location
+		}
+	}
 	if !need || repo == nil {
 		return tmpl, nil // without a repository argoexec reports that artifact storage is not configured
 	}

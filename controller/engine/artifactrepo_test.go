@@ -69,6 +69,14 @@ const plainProducer = `
     outputs: {artifacts: [{name: a, path: /tmp/a}]}
 `
 
+// dataProducer lists a bucket given without endpoint nor key, as argo's data-transformations example does.
+const dataProducer = `
+  - name: produce
+    data:
+      source: {artifactPaths: {name: logs, s3: {bucket: my-bucket}}}
+      transformation: [{expression: 'filter(data, {# endsWith "main.log"})'}]
+`
+
 func TestTheArtifactRepositoryIsResolvedOnceAtStart(t *testing.T) {
 	standard := map[string]*corev1.ConfigMap{
 		"ns/artifact-repositories": repoConfigMap("ns", "artifact-repositories", "default-v1", map[string]string{
@@ -205,6 +213,9 @@ func TestAPodGetsTheRepositorysArchiveLocationWithArgosKey(t *testing.T) {
   - name: produce
     container: {image: alpine, command: ["true"]}
     outputs: {artifacts: [{name: a, path: /tmp/a, s3: {bucket: b, endpoint: "e:1", key: k}}]}`, nil, ""},
+		{"a data template's source without a location gets the repository's location, which argoexec data completes it from", s3Repo, dataProducer,
+			&wfv1.ArtifactLocation{ArchiveLogs: ptrBool(false), S3: &wfv1.S3Artifact{S3Bucket: wfv1.S3Bucket{Bucket: "art", Endpoint: "minio:9000", Insecure: ptrBool(true),
+				AccessKeySecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "minio-cred"}, Key: "accesskey"}}, Key: "arts/PODNAME"}}, ""},
 		{"a keyFormat naming an unknown variable errors the node with argo's message", `s3: {bucket: art, keyFormat: "{{workflow.nope}}/x"}`, plainProducer,
 			nil, "failed to resolve {{workflow.nope}}"},
 	} {

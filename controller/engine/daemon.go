@@ -113,3 +113,51 @@ func assessStoppedDaemon(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *w
 	p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
 		Message: fmt.Sprintf("Node %s: daemon pod %s stopped; waiting for its task result", n.Name, pod.Name)})
 }
+
+// A daemon template with a retryStrategy runs as a Retry node whose attempts are the daemon's pods. As in
+// argo, the Retry node is daemoned once an attempt is: its dependants start then, and read the serving
+// attempt's pod IP through it ({{steps.X.ip}}, {{tasks.X.ip}}). An attempt that ends on its own failed (a
+// daemon runs until stopped), so the strategy starts the next one; as in argo the Retry node stays daemoned
+// meanwhile (dependants already running are not failed), keeping the last address it served at rather than
+// none, until the next attempt serves or the retries are exhausted. When the scope ends, the Retry node is
+// stopped with its attempt and ends as argo marks a stopped daemon.
+
+// daemonedRetry is a Retry node standing for a daemoned attempt.
+func daemonedRetry(n *wfv1.NodeStatus) bool {
+	return n != nil && n.Type == wfv1.NodeTypeRetry && daemoned(n)
+}
+
+// followDaemonAttempt makes a Retry node daemoned at the pod IP of its current attempt while that attempt is
+// daemoned, and reports whether it is: then nothing else is to be decided for the Retry node now.
+func followDaemonAttempt(p *Pass, n, last *wfv1.NodeStatus) bool {
+	if last == nil || !daemoned(last) || last.Phase != wfv1.NodeRunning {
+		return false
+	}
+	if !daemoned(n) || n.PodIP != last.PodIP || n.Phase != wfv1.NodeRunning {
+		t := true
+		n.Daemoned, n.PodIP, n.Phase = &t, last.PodIP, wfv1.NodeRunning
+		p.setNode(n)
+	}
+	return true
+}
+
+// settleStoppedRetries ends each stopped daemon's Retry node once its last attempt has settled: like
+// argo's stop of a daemoned node, it ends Succeeded, with the attempt's outputs.
+func settleStoppedRetries(p *Pass) {
+	for id := range p.WF.Status.Nodes {
+		n := p.nodeByID(id)
+		if n.Type != wfv1.NodeTypeRetry || !stoppingDaemon(n) || n.Phase.Completed() {
+			continue
+		}
+		attempts := attemptsOf(p, n)
+		if len(attempts) > 0 && !settled(attempts[len(attempts)-1]) {
+			continue
+		}
+		if len(attempts) > 0 && attempts[len(attempts)-1].Outputs != nil {
+			n.Outputs = attempts[len(attempts)-1].Outputs.DeepCopy()
+		}
+		n.Daemoned = nil
+		p.setNode(n)
+		p.markPhase(n, wfv1.NodeSucceeded, "")
+	}
+}

@@ -62,37 +62,65 @@ func completeResult(wf *wfv1.Workflow, id string) *wfv1.WorkflowTaskResult {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", UID: wf.UID}}}}
 }
 
-func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
+// podWorld runs passes of one workflow against pods and task results a test sets, as the controller does:
+// merge results, assess pods, start, execute; each pass a second later.
+type podWorld struct {
+	t       *testing.T
+	wf      *wfv1.Workflow
+	e       *Engine
+	pods    *recordingPods
+	ext     *extstatus.Extensions
+	now     time.Time
+	seen    map[string]*corev1.Pod
+	results []*wfv1.WorkflowTaskResult
+}
+
+func newPodWorld(t *testing.T, spec string) *podWorld {
 	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(daemonSteps), wf); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(spec), wf); err != nil {
 		t.Fatal(err)
 	}
 	pods := &recordingPods{created: map[string]*corev1.Pod{}}
-	e := &Engine{Pods: pods}
-	ext := &extstatus.Extensions{}
-	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	serverID, clientID := wf.NodeID("dm[0].server"), wf.NodeID("dm[1].client")
-	seen := map[string]*corev1.Pod{}
-	var results []*wfv1.WorkflowTaskResult
-	pass := func() *Pass {
-		now = now.Add(time.Second)
-		p := &Pass{WF: wf, Ext: ext, Now: now, Pods: seen, TaskResultTimeout: time.Hour}
-		taskresult.Merge(p.WF, results, p.Pods)
-		p.Results = taskresult.Owned(p.WF, results, p.Pods)
-		AssessNodes(p)
-		if _, err := e.Start(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Execute(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	return &podWorld{t: t, wf: wf, e: &Engine{Pods: pods}, pods: pods, ext: &extstatus.Extensions{},
+		now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), seen: map[string]*corev1.Pod{}}
+}
+
+func (w *podWorld) pass() *Pass {
+	w.now = w.now.Add(time.Second)
+	p := &Pass{WF: w.wf, Ext: w.ext, Now: w.now, Pods: w.seen, TaskResultTimeout: time.Hour}
+	taskresult.Merge(p.WF, w.results, p.Pods)
+	p.Results = taskresult.Owned(p.WF, w.results, p.Pods)
+	AssessNodes(p)
+	if _, err := w.e.Start(p); err != nil {
+		w.t.Fatal(err)
 	}
-	steps := []struct {
-		sentence string
-		world    func()
-		check    func(p *Pass) string
-	}{
+	if err := w.e.Execute(context.Background(), p); err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+// worldStep is one change of the world (pods, results) and what the next pass must make of it.
+type worldStep struct {
+	sentence string
+	world    func()
+	check    func(p *Pass) string
+}
+
+func (w *podWorld) run(steps []worldStep) {
+	for _, st := range steps {
+		st.world()
+		if msg := st.check(w.pass()); msg != "" {
+			w.t.Fatalf("%s: %s", st.sentence, msg)
+		}
+	}
+}
+
+func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
+	w := newPodWorld(t, daemonSteps)
+	wf, pods, seen := w.wf, w.pods, w.seen
+	serverID, clientID := wf.NodeID("dm[0].server"), wf.NodeID("dm[1].client")
+	w.run([]worldStep{
 		{"the workflow starts and creates the daemon's pod", func() {}, func(p *Pass) string {
 			if pods.created[serverID] == nil {
 				return "no server pod: " + fmt.Sprint(p.node("dm[0].server"))
@@ -122,7 +150,7 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 		}},
 		{"once the steps end, the daemon is stopped; the workflow waits for it", func() {
 			seen[clientID] = podIn(pods.created[clientID], corev1.PodSucceeded, false, "")
-			results = append(results, completeResult(wf, clientID))
+			w.results = append(w.results, completeResult(wf, clientID))
 		}, func(p *Pass) string {
 			s := p.node("dm[0].server")
 			if !stoppingDaemon(s) || s.Message != DaemonStoppedMessage || len(pods.stopped) != 1 || pods.stopped[0] != serverID {
@@ -143,7 +171,7 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 			return ""
 		}},
 		{"its result arrives: the daemon ends Succeeded, as argo marks it, and the workflow Succeeds", func() {
-			results = append(results, completeResult(wf, serverID))
+			w.results = append(w.results, completeResult(wf, serverID))
 		}, func(p *Pass) string {
 			s := p.node("dm[0].server")
 			if s.Phase != wfv1.NodeSucceeded || s.Daemoned != nil || wf.Status.Phase != wfv1.WorkflowSucceeded {
@@ -151,13 +179,7 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 			}
 			return ""
 		}},
-	}
-	for _, st := range steps {
-		st.world()
-		if msg := st.check(pass()); msg != "" {
-			t.Fatalf("%s: %s", st.sentence, msg)
-		}
-	}
+	})
 }
 
 func TestADaemonsEndIsJudgedByArgosRules(t *testing.T) {
@@ -211,20 +233,6 @@ func TestABareDependencyOnADaemonedTaskIsMet(t *testing.T) {
 		if got := expr.eval(state); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.sentence, got, tc.want)
 		}
-	}
-}
-
-func TestADaemonWithARetryStrategyIsRefusedAtStart(t *testing.T) {
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(daemonSteps), wf); err != nil {
-		t.Fatal(err)
-	}
-	if err := unsupported(wf); err != nil {
-		t.Errorf("a daemon template is supported: %v", err)
-	}
-	wf.Spec.Templates[1].RetryStrategy = &wfv1.RetryStrategy{}
-	if err := unsupported(wf); err == nil || !strings.Contains(err.Error(), "template serve: daemon with retryStrategy") {
-		t.Errorf("a daemon with a retryStrategy: err = %v", err)
 	}
 }
 

@@ -49,14 +49,20 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	// Tasks that become fulfilled within this pass (skipped, omitted, errored) unblock others at once.
 	completions := 0 // tasks fulfilled during this pass
 	advance := func() { completions++ }
+	// A daemoned retried task is visited once a pass although it counts as done, as argo pre-executes
+	// daemoned tasks: its attempt may have ended, and then it retries.
+	revisited := map[string]bool{}
 	for progressed := true; progressed; {
 		before := completions
 		sc, scopeAt := e.dagScope(p, node, tmpl), completions
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
 			existing := taskNode(t.Name)
-			if fulfilled(existing) || !runs[t.Name] {
+			if fulfilled(existing) && (!daemonedRetry(existing) || revisited[name]) || !runs[t.Name] {
 				continue
+			}
+			if daemonedRetry(existing) {
+				revisited[name] = true
 			}
 			if completions != scopeAt {
 				// A task (e.g. a nested steps or DAG) completed earlier in this loop: its outputs join the scope.

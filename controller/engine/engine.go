@@ -218,6 +218,7 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.ParameterConfigMaps
+	settleStoppedRetries(p)
 	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
 	if err == nil {
 		err = e.execute(ctx, p)
@@ -417,8 +418,8 @@ type execOpts struct {
 // parent reads outputs.result.
 func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, args wfv1.Arguments,
 	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
-	if n := p.node(nodeName); n != nil && fulfilled(n) {
-		return n, nil
+	if n := p.node(nodeName); n != nil && fulfilled(n) && !daemonedRetry(n) {
+		return n, nil // a daemoned Retry node goes on: its attempt may end, and then it retries
 	}
 	p.depth++
 	defer func() { p.depth-- }()
@@ -517,7 +518,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource, wfv1.TemplateTypeData:
 		if n == nil {
 			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
@@ -541,7 +542,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, suspend, steps, dag)",
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, data, suspend, steps, dag)",
 			tmplName, resolved.GetType())
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
@@ -598,8 +599,11 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	taskresult.CloseGate(n)
 	p.setNode(n)
 	include := includeScriptOutput(parentTmplJSON, nodeName)
-	if tmpl.GetType() == wfv1.TemplateTypeResource {
+	switch tmpl.GetType() {
+	case wfv1.TemplateTypeResource:
 		include = false // argoexec's resource command prints no result; argo never asks it for one
+	case wfv1.TemplateTypeData:
+		include = true // the transformed data is the result; argo always asks for it
 	}
 	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
 	if err != nil {

@@ -150,14 +150,17 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 	}
 	for range maxAttemptsPerPass {
 		n = p.node(nodeName)
-		if fulfilled(n) {
-			return n, nil
+		if settled(n) || stoppingDaemon(n) {
+			return n, nil // a stopped daemon's Retry node ends with its attempt (settleStoppedRetries)
 		}
 		attempts := attemptsOf(p, n)
 		num := len(attempts)
 		var last *wfv1.NodeStatus
 		if num > 0 {
 			last = attempts[num-1]
+		}
+		if followDaemonAttempt(p, n, last) {
+			return p.node(nodeName), nil
 		}
 		if last != nil && !fulfilled(last) {
 			num-- // the current attempt goes on
@@ -197,6 +200,7 @@ func (e *Engine) retryAgain(p *Pass, n *wfv1.NodeStatus, s *wfv1.RetryStrategy, 
 		if last.Outputs != nil {
 			n.Outputs = last.Outputs.DeepCopy()
 		}
+		n.Daemoned = nil // a daemon whose retries ended serves no more
 		p.markPhase(n, phase, msg)
 		return false
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -31,9 +30,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
-	if s.RetryStrategy != nil && slices.ContainsFunc(s.Templates, func(t wfv1.Template) bool { return t.IsDaemon() }) {
-		add("spec.retryStrategy with daemon templates")
-	}
 	for i := range s.Templates {
 		t := &s.Templates[i]
 		for _, d := range unsupportedInTemplate(t) {
@@ -50,10 +46,6 @@ func unsupported(wf *wfv1.Workflow) error {
 func unsupportedInTemplate(t *wfv1.Template) []string {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
-	switch {
-	case t.IsDaemon() && t.RetryStrategy != nil:
-		add("daemon with retryStrategy")
-	}
 	if t.Metrics != nil && len(t.Metrics.Prometheus) > 0 {
 		add("metrics (custom Prometheus metrics)")
 	}
@@ -65,8 +57,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("http template (argo runs it in its agent pod, which wfguard does not run)")
 	case t.Plugin != nil:
 		add("plugin template (argo runs it in its agent pod, which wfguard does not run)")
-	case t.Data != nil:
-		add("data template")
 	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {

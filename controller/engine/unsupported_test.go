@@ -19,8 +19,6 @@ func TestTemplatesWfguardDoesNotRunAreRefusedAtStart(t *testing.T) {
 		{"template metrics, which wfguard does not emit", `metrics: {prometheus: [{name: m, help: h, counter: {value: "1"}}]}
     container: {image: alpine, command: ["true"]}`,
 			"not supported by wfguard yet: template t: metrics (custom Prometheus metrics)"},
-		{"a data template", `data: {source: {artifactPaths: {name: a, s3: {key: k}}}, transformation: [{expression: "x"}]}`,
-			"not supported by wfguard yet: template t: data template"},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			wf := &wfv1.Workflow{}

@@ -34,7 +34,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{
 			"a steps template is rejected because it runs no pod",
 			func(in *Input) { in.Template = &wfv1.Template{Name: "outer", Steps: []wfv1.ParallelSteps{}} },
-			"template outer is a Steps template; only container, script and resource templates",
+			"template outer is a Steps template; only container, script, resource and data templates",
 		},
 		{
 			"a container without an image is rejected",

@@ -18,18 +18,27 @@ const emissaryPath = common.VarRunArgoPath + "/argoexec"
 
 // addContainers adds init, wait and main. The order is significant: kubelet
 // starts containers in list order and argo starts wait before main.
-// A resource pod's main is argoexec, which reports its own outputs, so it
-// has a wait container only to archive logs.
-func (b *builder) addContainers(pod *corev1.Pod) {
+// A resource or data pod's main is argoexec, which reports its own outputs,
+// so a resource pod has a wait container only to archive logs and a data pod
+// none.
+func (b *builder) addContainers(pod *corev1.Pod) error {
 	pod.Spec.InitContainers = []corev1.Container{b.executorContainer(common.InitContainerName, "init")}
-	if !isResource(b.tmpl) {
+	switch {
+	case isData(b.tmpl):
+		main, err := b.dataMainContainer()
+		if err != nil {
+			return err
+		}
+		pod.Spec.Containers = []corev1.Container{main}
+	case isResource(b.tmpl):
+		if b.tmpl.SaveLogsAsArtifact() {
+			pod.Spec.Containers = append(pod.Spec.Containers, b.executorContainer(common.WaitContainerName, "wait"))
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, b.resourceMainContainer())
+	default:
 		pod.Spec.Containers = []corev1.Container{b.executorContainer(common.WaitContainerName, "wait"), b.mainContainer()}
-		return
 	}
-	if b.tmpl.SaveLogsAsArtifact() {
-		pod.Spec.Containers = append(pod.Spec.Containers, b.executorContainer(common.WaitContainerName, "wait"))
-	}
-	pod.Spec.Containers = append(pod.Spec.Containers, b.resourceMainContainer())
+	return nil
 }
 
 func (b *builder) executorContainer(name, subcommand string) corev1.Container {

@@ -222,3 +222,25 @@ func resourceManifestFromInput() Input {
 	tmpl.ServiceAccountName = "deployer"
 	return resourceInput(tmpl)
 }
+
+// dataInput lists an S3 bucket through argoexec data, the source completed
+// from the archive location (as argo fills it from the artifact repository)
+// whose credentials main reads.
+func dataInput() Input {
+	creds := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "minio-cred"}, Key: "accesskey"}
+	tmpl := &wfv1.Template{Name: "list-log-files", Data: &wfv1.Data{
+		Source:         wfv1.DataSource{ArtifactPaths: &wfv1.ArtifactPaths{Artifact: wfv1.Artifact{Name: "logs", ArtifactLocation: wfv1.ArtifactLocation{S3: &wfv1.S3Artifact{S3Bucket: wfv1.S3Bucket{Bucket: "my-bucket"}}}}}},
+		Transformation: wfv1.Transformation{{Expression: `filter(data, {# endsWith "main.log"})`}},
+	}}
+	tmpl.ArchiveLocation = &wfv1.ArtifactLocation{ArchiveLogs: ptr.To(false), S3: &wfv1.S3Artifact{
+		S3Bucket: wfv1.S3Bucket{Endpoint: "minio:9000", Bucket: "artifacts", AccessKeySecret: creds}, Key: "wf-abc/wf-abc-list-log-files-1",
+	}}
+	return Input{
+		Workflow:            testWorkflow(),
+		NodeName:            "wf-abc.d",
+		NodeID:              testWorkflow().NodeID("wf-abc.d"),
+		Template:            tmpl,
+		IncludeScriptOutput: true,
+		Now:                 testNow,
+	}
+}

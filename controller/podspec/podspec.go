@@ -30,7 +30,7 @@ type Input struct {
 	Workflow            *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
 	NodeName            string
 	NodeID              string
-	Template            *wfv1.Template // already resolved and substituted; container, script or resource template
+	Template            *wfv1.Template // already resolved and substituted; container, script, resource or data template
 	ExecutorImage       string         // "" = DefaultExecutorImage
 	InstanceID          string         // "" = none (then no instance-id label / env)
 	IncludeScriptOutput bool
@@ -44,7 +44,7 @@ type Input struct {
 	Globals map[string]string
 }
 
-// Build returns the pod for one container, script or resource node. Every error is a
+// Build returns the pod for one container, script, resource or data node. Every error is a
 // problem with the input (or a feature wfguard does not support yet), so
 // retrying with the same input fails the same way.
 func Build(in Input) (*corev1.Pod, error) {
@@ -80,7 +80,9 @@ func build(in Input) (*corev1.Pod, error) {
 	}
 
 	pod := b.skeleton(deadlineSeconds)
-	b.addContainers(pod)
+	if err := b.addContainers(pod); err != nil {
+		return nil, err
+	}
 	b.addScheduling(pod)
 	if err := b.addVolumeReferences(pod); err != nil {
 		return nil, err
@@ -141,7 +143,7 @@ func validateInput(in Input) error {
 
 func validateTemplateType(tmpl *wfv1.Template) error {
 	switch tmpl.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeData:
 		return nil
 	case wfv1.TemplateTypeResource:
 		if tmpl.Resource.Action == "" {
@@ -151,7 +153,7 @@ func validateTemplateType(tmpl *wfv1.Template) error {
 	case wfv1.TemplateTypeUnknown:
 		return fmt.Errorf("template %s has neither a container nor a script", tmpl.Name)
 	default:
-		return fmt.Errorf("template %s is a %s template; only container, script and resource templates run in pods built here", tmpl.Name, tmpl.GetType())
+		return fmt.Errorf("template %s is a %s template; only container, script, resource and data templates run in pods built here", tmpl.Name, tmpl.GetType())
 	}
 }
 

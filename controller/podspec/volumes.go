@@ -89,11 +89,15 @@ func (b *builder) addArtifactSecretVolumes(pod *corev1.Pod) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
 		mounts = append(mounts, corev1.VolumeMount{Name: vol.Name, MountPath: common.SecretVolMountPath + "/" + vol.Name, ReadOnly: true})
 	}
-	for _, c := range []*corev1.Container{
+	readers := []*corev1.Container{
 		findContainer(pod.Spec.Containers, common.WaitContainerName),
 		findContainer(pod.Spec.InitContainers, common.InitContainerName),
-	} {
-		if c != nil { // a resource pod may have no wait container
+	}
+	if isData(b.tmpl) {
+		readers = append(readers, findContainer(pod.Spec.Containers, common.MainContainerName)) // argoexec data reads the source
+	}
+	for _, c := range readers {
+		if c != nil { // a resource or data pod may have no wait container
 			c.VolumeMounts = append(c.VolumeMounts, mounts...)
 		}
 	}
@@ -108,6 +112,9 @@ func (b *builder) artifactSecretVolumes() []corev1.Volume {
 	}
 	for i := range b.tmpl.Inputs.Artifacts {
 		locations = append(locations, &b.tmpl.Inputs.Artifacts[i].ArtifactLocation)
+	}
+	if loc := dataSourceLocation(b.tmpl); loc != nil {
+		locations = append(locations, loc)
 	}
 
 	byName := map[string]*corev1.Volume{}
@@ -231,11 +238,11 @@ func addScriptStagingVolume(pod *corev1.Pod) {
 // mirrorMainMountsIntoWait lets wait collect outputs that main wrote to a
 // mounted volume: main's mounts appear in wait under /mainctrfs. They are
 // writable because overlapping mounts cannot mix read-only and read-write.
-// A resource pod's main is argoexec, which collects its outputs itself.
+// A resource or data pod's main is argoexec, which collects its outputs itself.
 func mirrorMainMountsIntoWait(pod *corev1.Pod, tmpl *wfv1.Template) {
 	main := findContainer(pod.Spec.Containers, common.MainContainerName)
 	wait := findContainer(pod.Spec.Containers, common.WaitContainerName)
-	if isResource(tmpl) || main == nil || wait == nil {
+	if runsExecutorAsMain(tmpl) || main == nil || wait == nil {
 		return
 	}
 	for _, mnt := range main.VolumeMounts {
