@@ -241,11 +241,7 @@ func containerSetTemplate() *wfv1.Template {
 }
 
 func containerSetInput() Input {
-	return Input{
-		Workflow: testWorkflow(),
-		NodeName: "wf-abc",
-		NodeID:   testWorkflow().NodeID("wf-abc"),
-		Template: containerSetTemplate(),
-		Now:      testNow,
-	}
+	in := containerInput()
+	in.Template = containerSetTemplate()
+	return in
 }
