@@ -302,3 +302,23 @@ spec:
 		t.Errorf("task b's pod %v, want it started with a's result", next)
 	}
 }
+
+func TestAContainerSetWithARetryStrategyRetriesTheWholePodWithItsContainers(t *testing.T) {
+	w := newCSWorld(t, strings.Replace(csGraph, "  - name: main\n    containerSet:", "  - name: main\n    retryStrategy: {limit: 1}\n    containerSet:", 1))
+	w.pass()
+	w.podEnds("cs(0)", corev1.PodFailed, map[string]string{"a": "exit 1", "b": "waiting", "c": "waiting", "d": "waiting"})
+	w.pass()
+	w.pass()
+	w.podEnds("cs(1)", corev1.PodSucceeded, map[string]string{"a": "exit 0", "b": "exit 0", "c": "exit 0", "d": "exit 0"})
+	w.pass()
+	want := "cs: Retry Succeeded\ncs(0): Pod Failed a: Error (exit code 1)\ncs(0).a: Container Failed a: Error (exit code 1): \n" +
+		"cs(0).b: Container Failed Pod Failed whilst container running\ncs(0).c: Container Failed Pod Failed whilst container running\n" +
+		"cs(0).d: Container Failed Pod Failed whilst container running\ncs(1): Pod Succeeded\ncs(1).a: Container Succeeded\n" +
+		"cs(1).b: Container Succeeded\ncs(1).c: Container Succeeded\ncs(1).d: Container Succeeded"
+	if got := w.tree(); got != want {
+		t.Errorf("nodes:\n%s\nwant:\n%s", got, want)
+	}
+	if w.wf.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("workflow %s (%s), want Succeeded", w.wf.Status.Phase, w.wf.Status.Message)
+	}
+}

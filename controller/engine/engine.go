@@ -625,6 +625,7 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
 	if tmpl.ContainerSet != nil {
 		addContainerNodes(p, n, tmpl.ContainerSet, opts.flag)
+		return p.node(nodeName), nil // with its Container children
 	}
 	return n, nil
 }
