@@ -19,8 +19,8 @@ var (
 	printsJSON = regexp.MustCompile(`json\.dump|JSON\.stringify|jq `)
 )
 
-// ExecutorModel is the corpus's simulated executor: main runs for a moment and exits 1 when its script or
-// command line holds a literal failing exit, else 0; every declared output parameter read from a file is
+// ExecutorModel is the corpus's simulated executor: main (every container of a containerSet) runs for a
+// moment and exits 1 when its script or command line (any of the set's) holds a literal failing exit, else 0; every declared output parameter read from a file is
 // "<parameter>-value"; stdout is a JSON list when the script prints JSON, else "<template>-result"; every
 // declared output artifact is uploaded under the template's archive location (when it has one).
 func ExecutorModel() simnode.Script {
@@ -60,6 +60,10 @@ func codeOf(t *wfv1.Template) string {
 	if t.Container != nil {
 		parts = append(parts, t.Container.Command...)
 		parts = append(parts, t.Container.Args...)
+	}
+	for _, c := range t.ContainerSet.GetContainers() { // a failing exit in any container fails the set's pod
+		parts = append(parts, c.Command...)
+		parts = append(parts, c.Args...)
 	}
 	return strings.Join(parts, "\n")
 }

@@ -107,12 +107,13 @@ func artifactRepository(wf *wfv1.Workflow) *wfv1.ArtifactRepository {
 	return nil
 }
 
-// needingRepository lists the container and script templates' output artifacts that have no location
+// needingRepository lists the container, containerSet and script templates' output artifacts that have no location
 // of their own nor an archiveLocation with one: without a repository argoexec cannot upload them.
 func needingRepository(wf *wfv1.Workflow) []string {
 	var found []string
 	check := func(name string, t *wfv1.Template) {
-		if t.GetType() != wfv1.TemplateTypeContainer && t.GetType() != wfv1.TemplateTypeScript || t.ArchiveLocation.HasLocation() {
+		runsUserCode := t.GetType() == wfv1.TemplateTypeContainer || t.GetType() == wfv1.TemplateTypeScript || t.GetType() == wfv1.TemplateTypeContainerSet
+		if !runsUserCode || t.ArchiveLocation.HasLocation() {
 			return
 		}
 		for _, a := range t.Outputs.Artifacts {

@@ -36,15 +36,17 @@ func AssessNodes(p *Pass) {
 			// pod counts as deleted, so its finalizer can go and nothing waits on it.
 			if p.Now.Before(pod.DeletionTimestamp.Time) {
 				assessPod(p, n, pod)
+				assessContainerNodes(p, n, pod)
 				p.requeueBy(pod.DeletionTimestamp.Time)
 				break
 			}
 			if !taskresult.Complete(p.Results[id]) {
 				taskresult.OpenGate(n)
 			}
-			p.markPhase(n, wfv1.NodeError, "pod deleted")
+			podDeleted(p, n)
 		case pod != nil:
 			assessPod(p, n, pod)
+			assessContainerNodes(p, n, pod)
 		case waitingForOldPod(n) || waitingForLock(n):
 			// Its pod was never created: the execute phase retries the create (waitForOldPod).
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
@@ -53,14 +55,20 @@ func AssessNodes(p *Pass) {
 			}
 		case taskresult.Complete(p.Results[id]):
 			// The pod is gone but its executor finished reporting: its outputs are whole.
-			p.markPhase(n, wfv1.NodeError, "pod deleted")
+			podDeleted(p, n)
 		default:
 			taskresult.OpenGate(n) // a deleted pod reports nothing more
-			p.markPhase(n, wfv1.NodeError, "pod deleted")
+			podDeleted(p, n)
 		}
 		enforceResultWait(p, id)
 	}
 	taskresult.PruneWaits(p.Ext, p.WF)
+}
+
+// podDeleted errors a node whose pod is gone, and its containers' nodes (a containerSet's) with it.
+func podDeleted(p *Pass, n *wfv1.NodeStatus) {
+	p.markPhase(n, wfv1.NodeError, "pod deleted")
+	markContainersDeleted(p, n)
 }
 
 // enforceResultWait applies taskresult.Judge to a node's wait: at expiry a succeeded pod's node becomes Error

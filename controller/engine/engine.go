@@ -518,7 +518,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource, wfv1.TemplateTypeData:
+	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource, wfv1.TemplateTypeData, wfv1.TemplateTypeContainerSet:
 		if n == nil {
 			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
 		}
@@ -542,7 +542,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
 		return p.endScope(e.executeDAG(ctx, p, n, resolved))
 	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, script, resource, data, suspend, steps, dag)",
+		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, containerSet, script, resource, data, suspend, steps, dag)",
 			tmplName, resolved.GetType())
 		if n == nil {
 			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
@@ -634,6 +634,10 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	}
 	// Created at the end of the pass, together with every other pod the pass started (createPods).
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
+	if tmpl.ContainerSet != nil {
+		addContainerNodes(p, n, tmpl.ContainerSet, opts.flag)
+		return p.node(nodeName), nil // with its Container children
+	}
 	return n, nil
 }
 
@@ -680,6 +684,7 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 			e.waitForOldPod(p, c, taken)
 			continue
 		}
+		forgetContainerNodes(p, c.nodeID) // argo adds them only once the pod exists
 		if apierror.Transient(err) {
 			p.forgetNode(c.nodeID)
 			transient = append(transient, fmt.Errorf("creating pod %s for node %s: %w", c.pod.Name, c.nodeName, err))
@@ -716,7 +721,9 @@ func (e *Engine) waitForOldPod(p *Pass, c podCreate, taken *PodNameTakenError) {
 		timeout = DefaultOldPodWait
 	}
 	if !p.Now.Before(since.Add(timeout)) {
-		taskresult.OpenGate(n) // no pod of this node will ever report
+		// Its pod never existed: no Container nodes (as argo), and no pod of this node will ever report.
+		forgetContainerNodes(p, n.ID)
+		taskresult.OpenGate(n)
 		p.markPhase(n, wfv1.NodeError, fmt.Sprintf("pod %s/%s of an earlier workflow of the same name (UID %s) was still there after %s; "+
 			"this node's pod cannot be created under its name (look for a finalizer other than %s on it)", taken.Namespace, taken.Name, taken.OwnerUID, timeout, common.FinalizerPodStatus))
 		return

@@ -197,8 +197,8 @@ func TestAnInlineTemplateIsCheckedByTheSameRulesAsANamedOne(t *testing.T) {
 		{"a plain inline container is accepted",
 			`{entrypoint: main, templates: [{name: main, steps: [[{name: a, inline: {container: {image: alpine}}}]]}]}`, ""},
 		{"an inline template using an unsupported feature is refused at start, naming the step",
-			`{entrypoint: main, templates: [{name: main, dag: {tasks: [{name: a, inline: {retryStrategy: {affinity: {nodeAntiAffinity: {}}}, container: {image: alpine}}}]}}]}`,
-			"not supported by wfguard yet: template main: task a: inline: retryStrategy.affinity"},
+			`{entrypoint: main, templates: [{name: main, dag: {tasks: [{name: a, inline: {http: {url: "http://example.test"}}}]}}]}`,
+			"not supported by wfguard yet: template main: task a: inline: http template (argo runs it in its agent pod, which wfguard does not run)"},
 		{"templateDefaults and dag.target are accepted",
 			`{entrypoint: main, templateDefaults: {timeout: 1m}, templates: [{name: main, dag: {target: a, tasks: [{name: a, template: main}]}}]}`, ""},
 	} {

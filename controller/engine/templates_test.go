@@ -52,7 +52,7 @@ podMetadata: {labels: {team: lib}}
 templates:
 - {name: work, container: {image: alpine}}
 - {name: flow, steps: [[{name: a, template: work}]]}
-- {name: serve, retryStrategy: {affinity: {nodeAntiAffinity: {}}}, container: {image: nginx}}
+- {name: serve, http: {url: "http://example.test"}}
 `
 
 func TestTemplatesAreResolvedFromTheirBaseAndStoredOnFirstUse(t *testing.T) {
@@ -77,7 +77,7 @@ func TestTemplatesAreResolvedFromTheirBaseAndStoredOnFirstUse(t *testing.T) {
 		{"a missing WorkflowTemplate is argo's message", templateBase{}, templateCall{ref: &wfv1.TemplateRef{Name: "gone", Template: "x"}}, "workflow template gone not found", ""},
 		{"a missing template in a WorkflowTemplate is argo's message", templateBase{}, templateCall{ref: &wfv1.TemplateRef{Name: "lib", Template: "nope"}}, "template nope not found in workflow template lib", ""},
 		{"a referenced template using an unsupported feature is refused", templateBase{}, templateCall{ref: &wfv1.TemplateRef{Name: "lib", Template: "serve"}},
-			"template serve of namespaced lib: not supported by wfguard yet: retryStrategy.affinity", ""},
+			"template serve of namespaced lib: not supported by wfguard yet: http template (argo runs it in its agent pod, which wfguard does not run)", ""},
 	} {
 		restore := p.enter(tc.base)
 		got, err := e.resolveTemplate(context.Background(), p, tc.call)

@@ -49,9 +49,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	if t.Metrics != nil && len(t.Metrics.Prometheus) > 0 {
 		add("metrics (custom Prometheus metrics)")
 	}
-	if t.ContainerSet != nil {
-		add("containerSet") // argo runs its containers in one pod, each with a Container node
-	}
 	switch {
 	case t.HTTP != nil:
 		add("http template (argo runs it in its agent pod, which wfguard does not run)")

@@ -10,8 +10,6 @@ import (
 
 func TestTemplatesWfguardDoesNotRunAreRefusedAtStart(t *testing.T) {
 	for _, tc := range []struct{ sentence, template, want string }{
-		{"a containerSet template", `containerSet: {containers: [{name: main, image: alpine, command: ["true"]}]}`,
-			"not supported by wfguard yet: template t: containerSet"},
 		{"an http template, which argo runs in its agent pod", `http: {url: "https://example.com"}`,
 			"not supported by wfguard yet: template t: http template (argo runs it in its agent pod, which wfguard does not run)"},
 		{"a plugin template", `plugin: {hello: {}}`,

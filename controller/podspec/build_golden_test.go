@@ -25,6 +25,7 @@ func TestBuildMatchesGoldenPods(t *testing.T) {
 		{"a script template stages its source and runs it from the staging volume", "script", scriptInput()},
 		{"an exit handler pod carries metadata, instance ID, finalizer, deadline and pod GC strategy", "full", fullInput()},
 		{"a template with artifacts, init containers, sidecars and a podSpecPatch gets their volumes and env", "artifacts", artifactsInput()},
+		{"a containerSet runs each of its containers beside wait, each wrapped by the emissary with the set's mounts", "container-set", containerSetInput()},
 		{"a resource create with setOwnerReference runs argoexec resource as main, owner added to the manifest, no wait", "resource-create", resourceCreateInput()},
 		{"a resource patch with mergeStrategy and flags names its own pod through {{pod.name}}", "resource-patch", resourcePatchInput()},
 		{"a resource apply with manifestFrom mounts the downloaded manifest into main and archives logs with a wait container", "resource-manifest-from", resourceManifestFromInput()},

@@ -64,6 +64,35 @@ func TestBuildRejectsBadInput(t *testing.T) {
 			`failed to look-up entrypoint/cmd for image "envoy", you must either explicitly specify the command, or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: wfguard does not look up image entrypoints (template hello, container proxy)`,
 		},
 		{
+			"a containerSet container without a command is rejected as argo's entrypoint look-up fails, naming the container",
+			func(in *Input) {
+				in.Template = containerSetTemplate()
+				in.Template.ContainerSet.Containers[1].Command = nil
+			},
+			`failed to look-up entrypoint/cmd for image "argoproj/argosay:v2", you must either explicitly specify the command, or list the image's command in the index: https://argo-workflows.readthedocs.io/en/latest/workflow-executors/#emissary-emissary: wfguard does not look up image entrypoints (template main, container b)`,
+		},
+		{
+			"a containerSet without containers is rejected",
+			func(in *Input) { in.Template = containerSetTemplate(); in.Template.ContainerSet.Containers = nil },
+			"template main: containerSet has no containers",
+		},
+		{
+			"a containerSet container named like argoexec's wait container is rejected",
+			func(in *Input) {
+				in.Template = containerSetTemplate()
+				in.Template.ContainerSet.Containers[0].Name = "wait"
+			},
+			`template main: containerSet container name "wait" is used twice or is reserved for argoexec`,
+		},
+		{
+			"two containerSet containers of one name are rejected",
+			func(in *Input) {
+				in.Template = containerSetTemplate()
+				in.Template.ContainerSet.Containers[1].Name = "a"
+			},
+			`template main: containerSet container name "a" is used twice`,
+		},
+		{
 			"a user init container without an image is rejected and named",
 			func(in *Input) {
 				in.Template.InitContainers = []wfv1.UserContainer{{Container: corev1.Container{Name: "prepare"}}}
@@ -496,4 +525,68 @@ func TestBuildWithoutNodeName(t *testing.T) {
 			t.Errorf("Build error = %v", err)
 		}
 	})
+}
+
+// TestBuildContainerSet pins what a containerSet pod takes from its template beyond the golden pod:
+// which container kubectl picks, and where main's mounts go when the set has (or lacks) a main.
+func TestBuildContainerSet(t *testing.T) {
+	tests := []struct {
+		name             string
+		modify           func(tmpl *wfv1.Template)
+		defaultContainer string
+		waitMounts       []string // wait's mount paths, var-run-argo and tmp aside
+		containers       []string
+	}{
+		{
+			name:             "without a main container the last container is kubectl's default and wait mirrors nothing",
+			modify:           func(*wfv1.Template) {},
+			defaultContainer: "b",
+			containers:       []string{"wait", "a", "b"},
+		},
+		{
+			name:             "a container named main is kubectl's default and wait mirrors its mounts under /mainctrfs",
+			modify:           func(tmpl *wfv1.Template) { tmpl.ContainerSet.Containers[1].Name = "main" },
+			defaultContainer: "main",
+			waitMounts:       []string{"/mainctrfs/workspace"},
+			containers:       []string{"wait", "a", "main"},
+		},
+		{
+			name: "sidecars that mirror main's mounts and input artifacts still build when the set has no main",
+			modify: func(tmpl *wfv1.Template) {
+				tmpl.Sidecars = []wfv1.UserContainer{{Container: corev1.Container{Name: "proxy", Image: "envoy", Command: []string{"envoy"}}, MirrorVolumeMounts: ptr.To(true)}}
+				tmpl.Inputs.Artifacts = []wfv1.Artifact{{Name: "data", Path: "/data", ArtifactLocation: wfv1.ArtifactLocation{Raw: &wfv1.RawArtifact{Data: "x"}}}}
+			},
+			defaultContainer: "b",
+			containers:       []string{"wait", "a", "b", "proxy"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := containerSetInput()
+			tt.modify(in.Template)
+			pod, err := Build(in)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if got := pod.Annotations[common.AnnotationKeyDefaultContainer]; got != tt.defaultContainer {
+				t.Errorf("default container = %q, want %q", got, tt.defaultContainer)
+			}
+			var names []string
+			for _, c := range pod.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.containers, ",") {
+				t.Errorf("containers = %v, want %v", names, tt.containers)
+			}
+			var waitMounts []string
+			for _, m := range findContainer(pod.Spec.Containers, common.WaitContainerName).VolumeMounts {
+				if m.MountPath != "/tmp" && m.MountPath != common.VarRunArgoPath {
+					waitMounts = append(waitMounts, m.MountPath)
+				}
+			}
+			if strings.Join(waitMounts, ",") != strings.Join(tt.waitMounts, ",") {
+				t.Errorf("wait mounts = %v, want %v", waitMounts, tt.waitMounts)
+			}
+		})
+	}
 }

@@ -16,7 +16,7 @@ var executorLogOptions = []string{"--loglevel", "info", "--log-format", "text", 
 // user images, which do not contain it, can run it as their entrypoint.
 const emissaryPath = common.VarRunArgoPath + "/argoexec"
 
-// addContainers adds init, wait and main. The order is significant: kubelet
+// addContainers adds init, wait and main (or a containerSet's containers). The order is significant: kubelet
 // starts containers in list order and argo starts wait before main.
 // A resource or data pod's main is argoexec, which reports its own outputs,
 // so a resource pod has a wait container only to archive logs and a data pod
@@ -36,7 +36,7 @@ func (b *builder) addContainers(pod *corev1.Pod) error {
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, b.resourceMainContainer())
 	default:
-		pod.Spec.Containers = []corev1.Container{b.executorContainer(common.WaitContainerName, "wait"), b.mainContainer()}
+		pod.Spec.Containers = append([]corev1.Container{b.executorContainer(common.WaitContainerName, "wait")}, b.mainContainers()...)
 	}
 	return nil
 }
@@ -72,12 +72,13 @@ func (b *builder) mainContainer() corev1.Container {
 }
 
 // addUserInitContainers appends the template's initContainers after init, so
-// they run once argoexec is staged and inputs are in place.
+// they run once argoexec is staged and inputs are in place. Mounts are
+// mirrored from main only: a containerSet without one has nothing to mirror.
 func (b *builder) addUserInitContainers(pod *corev1.Pod) {
 	main := findContainer(pod.Spec.Containers, common.MainContainerName)
 	for _, uc := range b.tmpl.InitContainers {
 		ctr := *uc.Container.DeepCopy()
-		if uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
+		if main != nil && uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
 			ctr.VolumeMounts = append(ctr.VolumeMounts, main.VolumeMounts...)
 		}
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, ctr)
@@ -87,10 +88,10 @@ func (b *builder) addUserInitContainers(pod *corev1.Pod) {
 // addSidecars appends the template's sidecars after main. They are wrapped by
 // the emissary like main, which lets wait stop them once main exits.
 func (b *builder) addSidecars(pod *corev1.Pod) {
-	main := *findContainer(pod.Spec.Containers, common.MainContainerName)
+	main := findContainer(pod.Spec.Containers, common.MainContainerName)
 	for _, uc := range b.tmpl.Sidecars {
 		ctr := *uc.Container.DeepCopy()
-		if uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
+		if main != nil && uc.MirrorVolumeMounts != nil && *uc.MirrorVolumeMounts {
 			ctr.VolumeMounts = append(ctr.VolumeMounts, main.VolumeMounts...)
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, ctr)

@@ -244,3 +244,26 @@ func dataInput() Input {
 		Now:                 testNow,
 	}
 }
+
+// containerSetTemplate is argo's workspace example with commands: two containers sharing a volume
+// through the set's volumeMounts, b after a, and outputs read from the shared volume.
+func containerSetTemplate() *wfv1.Template {
+	return &wfv1.Template{
+		Name:    "main",
+		Volumes: []corev1.Volume{{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		ContainerSet: &wfv1.ContainerSetTemplate{
+			VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}},
+			Containers: []wfv1.ContainerNode{
+				{Container: corev1.Container{Name: "a", Image: "argoproj/argosay:v2", Command: []string{"/argosay"}, Args: []string{"echo", "hi", "/workspace/out"}}},
+				{Container: corev1.Container{Name: "b", Image: "argoproj/argosay:v2", Command: []string{"/argosay"}}, Dependencies: []string{"a"}},
+			},
+		},
+		Outputs: wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", ValueFrom: &wfv1.ValueFrom{Path: "/workspace/out"}}}},
+	}
+}
+
+func containerSetInput() Input {
+	in := containerInput()
+	in.Template = containerSetTemplate()
+	return in
+}

@@ -68,7 +68,7 @@ func (b *builder) annotations() map[string]string {
 
 	annotations[common.AnnotationKeyNodeName] = b.in.NodeName
 	annotations[common.AnnotationKeyNodeID] = b.in.NodeID
-	annotations[common.AnnotationKeyDefaultContainer] = common.MainContainerName
+	annotations[common.AnnotationKeyDefaultContainer] = defaultContainerName(b.tmpl)
 	if b.in.PodGCStrategy != "" {
 		annotations[common.AnnotationKeyPodGCStrategy] = b.in.PodGCStrategy
 	}

@@ -30,7 +30,7 @@ type Input struct {
 	Workflow            *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
 	NodeName            string
 	NodeID              string
-	Template            *wfv1.Template // already resolved and substituted; container, script, resource or data template
+	Template            *wfv1.Template // already resolved and substituted; container, containerSet, script, resource or data template
 	ExecutorImage       string         // "" = DefaultExecutorImage
 	InstanceID          string         // "" = none (then no instance-id label / env)
 	IncludeScriptOutput bool
@@ -44,7 +44,7 @@ type Input struct {
 	Globals map[string]string
 }
 
-// Build returns the pod for one container, script, resource or data node. Every error is a
+// Build returns the pod for one container, containerSet, script, resource or data node. Every error is a
 // problem with the input (or a feature wfguard does not support yet), so
 // retrying with the same input fails the same way.
 func Build(in Input) (*corev1.Pod, error) {
@@ -145,6 +145,8 @@ func validateTemplateType(tmpl *wfv1.Template) error {
 	switch tmpl.GetType() {
 	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeData:
 		return nil
+	case wfv1.TemplateTypeContainerSet:
+		return validateContainerSet(tmpl)
 	case wfv1.TemplateTypeResource:
 		if tmpl.Resource.Action == "" {
 			return fmt.Errorf("template %s: resource.action is empty; argoexec needs one (get, create, apply, delete, replace or patch)", tmpl.Name)
@@ -153,7 +155,7 @@ func validateTemplateType(tmpl *wfv1.Template) error {
 	case wfv1.TemplateTypeUnknown:
 		return fmt.Errorf("template %s has neither a container nor a script", tmpl.Name)
 	default:
-		return fmt.Errorf("template %s is a %s template; only container, script, resource and data templates run in pods built here", tmpl.Name, tmpl.GetType())
+		return fmt.Errorf("template %s is a %s template; only container, script, resource and data templates (and containerSets) run in pods built here", tmpl.Name, tmpl.GetType())
 	}
 }
 

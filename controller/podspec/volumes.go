@@ -197,6 +197,9 @@ func (b *builder) addInputArtifactVolumes(pod *corev1.Pod) error {
 	}
 
 	main := findContainer(pod.Spec.Containers, common.MainContainerName)
+	if main == nil {
+		return nil // a containerSet without main: argo mounts input artifacts into main only
+	}
 	for _, art := range b.tmpl.Inputs.Artifacts {
 		if err := art.CleanPath(); err != nil {
 			return fmt.Errorf("template %s: input artifact %s: %w", b.tmpl.Name, art.Name, err)

@@ -23,7 +23,7 @@ type PodInfo struct {
 // Behavior is the script for one pod: how its main container ends, what the wait container reports,
 // and which faults to inject.
 type Behavior struct {
-	// ExitCode of the main container; non-zero fails the pod.
+	// ExitCode of the main container (of every container of a containerSet); non-zero fails the pod.
 	ExitCode int32
 	// Parameters are the contents of each declared output parameter's valueFrom.path. A declared parameter
 	// that is missing here and has no default makes the wait container fail, as in argoexec.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -185,7 +186,9 @@ func (p *podSim) lifecycle(ctx context.Context) error {
 
 	mainExit := n.now()
 	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
-		setContainerStatus(s, terminatedStatus(pod, common.MainContainerName, p.b.ExitCode, exitReason(p.b.ExitCode), mainExit))
+		for _, name := range mainContainerNames(p.info.Template) {
+			setContainerStatus(s, terminatedStatus(pod, name, p.b.ExitCode, exitReason(p.b.ExitCode), mainExit))
+		}
 		s.Conditions = conditions(running, true, false)
 	}); err != nil {
 		return err
@@ -458,4 +461,13 @@ func conditions(at metav1.Time, initialized, ready bool) []corev1.PodCondition {
 		{Type: corev1.ContainersReady, Status: b(ready), LastTransitionTime: at},
 		{Type: corev1.PodReady, Status: b(ready), LastTransitionTime: at},
 	}
+}
+
+// mainContainerNames are the containers that run the user's code and end together with ExitCode: main,
+// or every container of a containerSet (argo starts them all in one pod and shows each as a node).
+func mainContainerNames(t *wfv1.Template) []string {
+	if t == nil {
+		return []string{common.MainContainerName}
+	}
+	return t.GetMainContainerNames()
 }

@@ -72,7 +72,7 @@ var outputsTemplate = wfv1.Template{
 		{Name: "out", ValueFrom: &wfv1.ValueFrom{Path: "/tmp/out"}}}},
 }
 
-// createPod creates a pod laid out as argo's controller lays out a container template's pod (§4.6).
+// createPod creates a pod laid out as argo's controller lays out a container (or containerSet) template's pod (§4.6).
 func (e *env) createPod(nodeName string, tmpl wfv1.Template, includeScriptOutput, finalizer bool) *corev1.Pod {
 	e.t.Helper()
 	nodeID := e.wf.NodeID(nodeName)
@@ -88,10 +88,18 @@ func (e *env) createPod(nodeName string, tmpl wfv1.Template, includeScriptOutput
 		{Name: common.EnvVarIncludeScriptOutput, Value: fmt.Sprint(includeScriptOutput)},
 	}
 	mounts := []corev1.VolumeMount{{Name: "var-run-argo", MountPath: "/var/run/argo"}}
-	main := tmpl.Container.DeepCopy()
-	main.Name = common.MainContainerName
-	main.Command = append([]string{"/var/run/argo/argoexec", "emissary", "--"}, main.Command...)
-	main.VolumeMounts = mounts
+	var mains []corev1.Container
+	if tmpl.ContainerSet != nil {
+		mains = tmpl.ContainerSet.GetContainers()
+	} else {
+		main := tmpl.Container.DeepCopy()
+		main.Name = common.MainContainerName
+		mains = []corev1.Container{*main}
+	}
+	for i := range mains {
+		mains[i].Command = append([]string{"/var/run/argo/argoexec", "emissary", "--"}, mains[i].Command...)
+		mains[i].VolumeMounts = mounts
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            e.wf.Name + "-" + tmpl.Name + "-" + nodeID[len(e.wf.Name)+1:],
@@ -105,11 +113,10 @@ func (e *env) createPod(nodeName string, tmpl wfv1.Template, includeScriptOutput
 			InitContainers: []corev1.Container{{Name: common.InitContainerName, Image: "quay.io/argoproj/argoexec:v3.7.9",
 				Command: []string{"argoexec", "init"}, VolumeMounts: mounts,
 				Env: append(slices.Clone(execEnv), corev1.EnvVar{Name: common.EnvVarTemplate, Value: string(tmplJSON)})}},
-			Containers: []corev1.Container{
+			Containers: append([]corev1.Container{
 				{Name: common.WaitContainerName, Image: "quay.io/argoproj/argoexec:v3.7.9", Command: []string{"argoexec", "wait"},
 					Env: execEnv, VolumeMounts: mounts},
-				*main,
-			},
+			}, mains...),
 		},
 	}
 	if finalizer {
@@ -489,4 +496,33 @@ func param(o *wfv1.Outputs, name string) *wfv1.Parameter {
 		}
 	}
 	return nil
+}
+
+func TestEveryContainerOfAContainerSetEndsWithThePod(t *testing.T) {
+	set := wfv1.Template{Name: "set", ContainerSet: &wfv1.ContainerSetTemplate{Containers: []wfv1.ContainerNode{
+		{Container: corev1.Container{Name: "a", Image: "busybox", Command: []string{"true"}}},
+		{Container: corev1.Container{Name: "b", Image: "busybox", Command: []string{"true"}}, Dependencies: []string{"a"}},
+	}}}
+	for _, tc := range []struct {
+		sentence string
+		exit     int32
+		phase    corev1.PodPhase
+	}{
+		{"a containerSet whose code succeeds ends every container 0 and the pod Succeeded", 0, corev1.PodSucceeded},
+		{"a containerSet whose code fails ends every container with its exit and the pod Failed", 3, corev1.PodFailed},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			e := newEnv(t, simnode.Options{Script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"set": {ExitCode: tc.exit}}}})
+			pod := e.createPod("wf.set", set, false, false)
+			done := e.waitPod(pod.Name, "ended", phaseIs(tc.phase))
+			for _, c := range []string{"a", "b"} {
+				if code := containerExit(done, c); code != tc.exit {
+					t.Errorf("container %s exit code = %d, want %d", c, code, tc.exit)
+				}
+			}
+			if code := containerExit(done, common.MainContainerName); code != -1 {
+				t.Errorf("a container named main ended (%d), but the pod has none", code)
+			}
+		})
+	}
 }
