@@ -108,11 +108,12 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 }
 
 // unsupportedArtifacts lists the artifact features of a template wfguard does not run: fromExpression
-// and artifact GC.
+// outside a steps or DAG template's outputs, and artifact GC.
 func unsupportedArtifacts(t *wfv1.Template) []string {
 	var found []string
+	resolvesOutputs := t.Steps != nil || t.DAG != nil // its outputs are picked from its scope
 	for _, a := range t.Outputs.Artifacts {
-		if a.FromExpression != "" {
+		if a.FromExpression != "" && !resolvesOutputs {
 			found = append(found, fmt.Sprintf("outputs.artifacts.%s.fromExpression", a.Name))
 		}
 		if a.ArtifactGC != nil && a.ArtifactGC.Strategy != "" && a.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
