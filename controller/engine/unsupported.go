@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -22,11 +21,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	}
 	if s.PodDisruptionBudget != nil {
 		add("spec.podDisruptionBudget")
-	}
-	for name := range s.Hooks {
-		if name != wfv1.ExitLifecycleEvent {
-			add("spec.hooks.%s", name)
-		}
 	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
@@ -76,9 +70,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {
-			if d := nonExitHooks(step.Hooks); d != "" {
-				add("step %s: %s", step.Name, d)
-			}
 			for _, d := range unsupportedInInline(step.Inline) {
 				add("step %s: inline: %s", step.Name, d)
 			}
@@ -91,9 +82,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	}
 	if t.DAG != nil {
 		for _, task := range t.DAG.Tasks {
-			if d := nonExitHooks(task.Hooks); d != "" {
-				add("task %s: %s", task.Name, d)
-			}
 			for _, d := range unsupportedInInline(task.Inline) {
 				add("task %s: inline: %s", task.Name, d)
 			}
@@ -134,16 +122,4 @@ func unsupportedInInline(inline *wfv1.Template) []string {
 		return nil
 	}
 	return unsupportedInTemplate(inline)
-}
-
-// nonExitHooks names the lifecycle hooks other than exit (onExit and hooks.exit run).
-func nonExitHooks(hooks wfv1.LifecycleHooks) string {
-	var names []string
-	for name := range hooks {
-		if name != wfv1.ExitLifecycleEvent {
-			names = append(names, "hooks."+string(name))
-		}
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
