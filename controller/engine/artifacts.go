@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,13 +17,17 @@ type artifactResolver struct {
 	inputs *wfv1.Template // the steps or DAG template, its input artifacts already resolved
 }
 
+// errUnresolved is argo's wording for a reference to an artifact that is not there; only this error lets
+// an optional output artifact be left out.
+var errUnresolved = errors.New("Unable to resolve") //nolint:staticcheck // ST1005: argo's message
+
 // lookup finds the artifact a `from` names; the error is argo's wording.
 func (r artifactResolver) lookup(from string) (*wfv1.Artifact, error) {
 	tag := strings.TrimSpace(from)
 	if strings.HasPrefix(tag, "{{") && strings.HasSuffix(tag, "}}") {
 		tag = strings.TrimSpace(tag[2 : len(tag)-2])
 	}
-	notFound := fmt.Errorf("Unable to resolve: %q", tag) //nolint:staticcheck // ST1005: argo's message
+	notFound := fmt.Errorf("%w: %q", errUnresolved, tag)
 	if name, ok := strings.CutPrefix(tag, "inputs.artifacts."); ok {
 		if r.inputs != nil {
 			if a := r.inputs.Inputs.GetArtifactByName(name); a != nil && a.HasLocationOrKey() {
@@ -56,13 +61,19 @@ func (r artifactResolver) lookup(from string) (*wfv1.Artifact, error) {
 	return a.DeepCopy(), nil
 }
 
-// resolve is one artifact with its `from` replaced by the named artifact (keeping the name and appending
-// subPath to its key, as argo does); nil when it has no `from`.
+// resolve is one artifact with its `from` (or `fromExpression`) replaced by the named artifact (keeping
+// the name and appending subPath to its key, as argo does); nil when it has neither.
 func (r artifactResolver) resolve(art *wfv1.Artifact) (*wfv1.Artifact, error) {
-	if art.From == "" {
+	var found *wfv1.Artifact
+	var err error
+	switch {
+	case art.FromExpression != "":
+		found, err = r.evaluate(art)
+	case art.From != "":
+		found, err = r.lookup(art.From)
+	default:
 		return nil, nil
 	}
-	found, err := r.lookup(art.From)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +118,8 @@ func (r artifactResolver) outputs(tmpl *wfv1.Template) ([]wfv1.Artifact, error) 
 		art := &tmpl.Outputs.Artifacts[i]
 		resolved, err := r.resolve(art)
 		switch {
-		case err != nil && art.Optional:
-			continue
+		case err != nil && art.Optional && errors.Is(err, errUnresolved):
+			continue // argo excuses an optional artifact that is not there, not a bad expression
 		case err != nil:
 			return nil, fmt.Errorf("unable to resolve outputs from scope: %s", err) // argo's message
 		case resolved != nil:

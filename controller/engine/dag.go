@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -83,10 +84,10 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				if !ready {
 					break
 				}
-				if t := tasks[dep]; t == nil || !t.HasExitHook() {
+				if t := tasks[dep]; t == nil || !t.HasExitHook() && !hasLifecycleHooks(t.Hooks) {
 					continue
 				}
-				// A dependency is done once its exit handler is (argo's hooks-fulfilled rule).
+				// A dependency is done once its hooks are (argo's hooks-fulfilled rule).
 				done, err := e.taskHooksDone(ctx, p, node, tasks[dep], sc)
 				if err != nil {
 					return e.hookError(p, node, dep, err)
@@ -179,6 +180,15 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		progressed = completions != before
 	}
 	var sc scope
+	hooksDone := true // the DAG ends once every lifecycle hook started on its tasks has
+	if slices.ContainsFunc(tmpl.DAG.Tasks, func(t wfv1.DAGTask) bool { return hasLifecycleHooks(t.Hooks) }) {
+		sc = e.dagScope(p, node, tmpl)
+		done, err := e.dagLifecycleHooksDone(ctx, p, node, tmpl, exprs, sc)
+		if err != nil {
+			return e.hookError(p, node, "", err)
+		}
+		hooksDone = done
+	}
 	for i := range tmpl.DAG.Tasks {
 		if !tmpl.DAG.Tasks[i].HasExitHook() {
 			continue
@@ -195,6 +205,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 			return p.node(node.Name), nil
 		}
 	}
+	if !hooksDone {
+		return p.node(node.Name), nil
+	}
 	return e.assessDAG(p, node.Name, tmpl, exprs, globals)
 }
 
@@ -207,6 +220,11 @@ func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeS
 	n := p.node(dagNode.Name + "." + task.Name)
 	if !fulfilled(n) {
 		return false, nil
+	}
+	if hasLifecycleHooks(task.Hooks) {
+		if done, err := e.lifecycleHooksDone(ctx, p, task.Hooks, n, dagNode.ID, "tasks."+task.Name, sc); err != nil || !done {
+			return false, err
+		}
 	}
 	hook := taskExitHook(p, task)
 	if hook == nil {
@@ -230,12 +248,40 @@ func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeS
 	return all, nil
 }
 
-// hookError handles a failed exit handler of task: a transient API error retries the pass; anything else
-// errors the DAG, naming the handler.
+// dagLifecycleHooksDone runs the lifecycle hooks of the DAG's tasks that have a node, as argo does: a
+// task's once it runs or is fulfilled, a target task's from its creation. It reports whether every hook
+// started is fulfilled.
+func (e *Engine) dagLifecycleHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template,
+	exprs map[string]dependsExpr, sc scope) (bool, error) {
+	targets := targetTasks(tmpl, exprs)
+	all := true
+	for i := range tmpl.DAG.Tasks {
+		t := &tmpl.DAG.Tasks[i]
+		if !hasLifecycleHooks(t.Hooks) {
+			continue
+		}
+		n := p.node(dagNode.Name + "." + t.Name)
+		if n == nil || !(n.Phase == wfv1.NodeRunning || fulfilled(n) || slices.Contains(targets, t.Name)) {
+			continue
+		}
+		done, err := e.lifecycleHooksDone(ctx, p, t.Hooks, n, dagNode.ID, "tasks."+t.Name, sc)
+		if err != nil {
+			return false, err
+		}
+		all = all && done
+	}
+	return all, nil
+}
+
+// hookError handles a failed hook: a transient API error retries the pass; anything else errors the DAG,
+// naming task's exit handler, or with a lifecycle hook's own error (task ""), which names the hook.
 func (e *Engine) hookError(p *Pass, dagNode *wfv1.NodeStatus, task string, err error) (*wfv1.NodeStatus, error) {
 	var api *apiError
 	if errors.As(err, &api) {
 		return nil, err
+	}
+	if task == "" {
+		return p.markPhase(p.node(dagNode.Name), wfv1.NodeError, err.Error()), nil
 	}
 	return p.markPhase(p.node(dagNode.Name), wfv1.NodeError, fmt.Sprintf("task '%s.%s.onExit' errored: %v", dagNode.Name, task, err)), nil
 }

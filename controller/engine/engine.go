@@ -272,8 +272,12 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	if err := e.saveMemoized(ctx, p); err != nil {
 		return err
 	}
+	hooksDone, err := e.workflowHooksDone(ctx, p, p.node(wf.Name))
+	if err != nil {
+		return err // transient: the pass is persisted and retried with backoff
+	}
 	root := p.node(wf.Name)
-	if root == nil || !fulfilled(root) {
+	if root == nil || !fulfilled(root) || !hooksDone {
 		if d := deadline(wf); !d.IsZero() && p.Now.Before(d) {
 			p.requeueBy(d)
 		}

@@ -25,7 +25,7 @@ func (e *Engine) runWorkflowExitHandler(ctx context.Context, p *Pass, root *wfv1
 	if n == nil && !shutdown(p).ShouldExecute(true) {
 		return nil, true, nil
 	}
-	p.extraGlobals = exitGlobals(p, root)
+	p.extraGlobals = statusGlobals(p, root)
 	p.exiting = true
 	defer func() { p.extraGlobals, p.exiting = nil, false }()
 	n, err := e.executeTemplate(ctx, p, name, name, templateCall{name: hook.Template, ref: hook.TemplateRef}, hook.Arguments, "", "",
@@ -46,10 +46,12 @@ type failedNode struct {
 	FinishedAt   metav1.Time `json:"finishedAt"`
 }
 
-// exitGlobals are {{workflow.status}} (from the entrypoint node, as the workflow will end) and
-// {{workflow.failures}} (a JSON list of failed and errored nodes, quoted as argo quotes it).
-func exitGlobals(p *Pass, root *wfv1.NodeStatus) map[string]string {
+// statusGlobals are {{workflow.status}} (from the entrypoint node: as the workflow stands, or will end) and
+// {{workflow.failures}} (a JSON list of failed and errored nodes, quoted as argo quotes it), as exit
+// handlers and workflow-level hooks see them.
+func statusGlobals(p *Pass, root *wfv1.NodeStatus) map[string]string {
 	status := map[wfv1.NodePhase]wfv1.WorkflowPhase{
+		wfv1.NodePending: wfv1.WorkflowPending, wfv1.NodeRunning: wfv1.WorkflowRunning,
 		wfv1.NodeSucceeded: wfv1.WorkflowSucceeded, wfv1.NodeSkipped: wfv1.WorkflowSucceeded, wfv1.NodeOmitted: wfv1.WorkflowSucceeded,
 		wfv1.NodeFailed: wfv1.WorkflowFailed, wfv1.NodeError: wfv1.WorkflowError,
 	}[root.Phase]

@@ -171,8 +171,8 @@ func evalWhen(when string) (bool, error) {
 	return b, nil
 }
 
-// templateOutputs resolves a steps/DAG template's outputs.parameters (valueFrom.parameter) and
-// outputs.artifacts (from) from its scope.
+// templateOutputs resolves a steps/DAG template's outputs.parameters (valueFrom.expression or .parameter)
+// and outputs.artifacts (from or fromExpression) from its scope.
 func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters, arts artifactResolver) (*wfv1.Outputs, error) {
 	if len(tmpl.Outputs.Parameters) == 0 && len(tmpl.Outputs.Artifacts) == 0 {
 		return nil, nil
@@ -188,6 +188,15 @@ func templateOutputs(tmpl *wfv1.Template, s scope, globals common.Parameters, ar
 	for _, p := range tmpl.Outputs.Parameters {
 		param := wfv1.Parameter{Name: p.Name}
 		switch {
+		case p.ValueFrom != nil && p.ValueFrom.Expression != "":
+			v, err := arts.eval(p.ValueFrom.Expression)
+			if err != nil {
+				if p.ValueFrom.Default == nil {
+					return nil, fmt.Errorf("resolving outputs.parameters.%s: %w", p.Name, err)
+				}
+				v = p.ValueFrom.Default.String()
+			}
+			param.Value = wfv1.AnyStringPtr(v) // argo's rendering of any value (%v)
 		case p.ValueFrom != nil && p.ValueFrom.Parameter != "":
 			v, err := resolveValue(p.ValueFrom.Parameter, mergeParams(globals, s))
 			if err != nil {

@@ -7,9 +7,9 @@ import (
 	"github.com/argoproj/argo-workflows/v3/util/template"
 )
 
-// statusGlobals are the {{workflow.*}} variables argo only knows once it has looked at the workflow's
+// unsetInSpecSubstitution are the {{workflow.*}} variables argo only knows once it has looked at the workflow's
 // progress; argo substitutes the spec before it sets them, so a volume naming one keeps its placeholder.
-var statusGlobals = []string{"workflow.status", "workflow.failures", "workflow.duration"}
+var unsetInSpecSubstitution = []string{"workflow.status", "workflow.failures", "workflow.duration"}
 
 // useSubstitutedVolumes makes p.WF.Spec's volumes and volumeClaimTemplates carry the workflow's global
 // variables ({{workflow.name}}, {{workflow.parameters.x}}, ...) while the engine works, as argo substitutes
@@ -21,7 +21,7 @@ func (p *Pass) useSubstitutedVolumes() (func(), error) {
 		return func() {}, nil
 	}
 	globals := p.globals()
-	for _, k := range statusGlobals {
+	for _, k := range unsetInSpecSubstitution {
 		delete(globals, k)
 	}
 	volumes, err := substituteJSON(spec.Volumes, globals)

@@ -225,23 +225,27 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 			allFulfilled = false
 		}
 	}
-	// A step is done once its exit handler (onExit / hooks.exit) is: the next group waits for it.
+	// A step is done once its hooks are: the next group waits for them. Like argo, the steps are taken in
+	// order, and one whose lifecycle hooks are not done holds the hooks of the steps after it.
 	for _, run := range runs {
-		if !run.step.HasExitHook() {
-			continue
-		}
 		child := p.node(sg.Name + "." + run.name)
 		if child == nil {
 			continue
 		}
-		done, err := e.exitHookDone(ctx, p, stepExitHook(p, run.resolved), child, boundaryID, "steps."+run.step.Name, sc)
+		done, err := e.stepLifecycleHooksDone(ctx, p, run, child, boundaryID, sc)
 		if err != nil {
-			var api *apiError
-			if errors.As(err, &api) {
-				return err
-			}
-			p.markPhase(p.node(sg.Name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", child.Name+".onExit", err))
-			return nil
+			return stepGroupHookError(p, sg, err, "")
+		}
+		if !done {
+			allFulfilled = false
+			break
+		}
+		if !run.step.HasExitHook() {
+			continue
+		}
+		done, err = e.exitHookDone(ctx, p, stepExitHook(p, run.resolved), child, boundaryID, "steps."+run.step.Name, sc)
+		if err != nil {
+			return stepGroupHookError(p, sg, err, child.Name+".onExit")
 		}
 		if !done {
 			allFulfilled = false
@@ -259,6 +263,31 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 		}
 	}
 	p.markPhase(sg, wfv1.NodeSucceeded, "")
+	return nil
+}
+
+// stepLifecycleHooksDone runs the lifecycle hooks of one step (or loop iteration) on its node. A step that
+// did not run (its `when` was false, its loop empty) has none, as under argo.
+func (e *Engine) stepLifecycleHooksDone(ctx context.Context, p *Pass, run stepRun, child *wfv1.NodeStatus, boundaryID string, sc scope) (bool, error) {
+	if child.Type == wfv1.NodeTypeSkipped || !hasLifecycleHooks(run.resolved.Hooks) {
+		return true, nil
+	}
+	// argo names the node by the step as run: an iteration's hooks see steps.NAME(i:item).status.
+	return e.lifecycleHooksDone(ctx, p, run.resolved.Hooks, child, boundaryID, "steps."+child.DisplayName, sc)
+}
+
+// stepGroupHookError ends a group whose step's hook could not run: a transient API error retries the
+// pass; anything else errors the group, naming the exit handler when it was one (argo's wording).
+func stepGroupHookError(p *Pass, sg *wfv1.NodeStatus, err error, exitHandler string) error {
+	var api *apiError
+	if errors.As(err, &api) {
+		return err
+	}
+	msg := err.Error()
+	if exitHandler != "" {
+		msg = fmt.Sprintf("step group deemed errored due to child %s error: %v", exitHandler, err)
+	}
+	p.markPhase(p.node(sg.Name), wfv1.NodeError, msg)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -21,11 +20,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	}
 	if s.PodDisruptionBudget != nil {
 		add("spec.podDisruptionBudget")
-	}
-	for name := range s.Hooks {
-		if name != wfv1.ExitLifecycleEvent {
-			add("spec.hooks.%s", name)
-		}
 	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
@@ -58,9 +52,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
 		for _, step := range group.Steps {
-			if d := nonExitHooks(step.Hooks); d != "" {
-				add("step %s: %s", step.Name, d)
-			}
 			for _, d := range unsupportedInInline(step.Inline) {
 				add("step %s: inline: %s", step.Name, d)
 			}
@@ -73,9 +64,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 	}
 	if t.DAG != nil {
 		for _, task := range t.DAG.Tasks {
-			if d := nonExitHooks(task.Hooks); d != "" {
-				add("task %s: %s", task.Name, d)
-			}
 			for _, d := range unsupportedInInline(task.Inline) {
 				add("task %s: inline: %s", task.Name, d)
 			}
@@ -90,11 +78,12 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 }
 
 // unsupportedArtifacts lists the artifact features of a template wfguard does not run: fromExpression
-// and artifact GC.
+// outside a steps or DAG template's outputs, and artifact GC.
 func unsupportedArtifacts(t *wfv1.Template) []string {
 	var found []string
+	resolvesOutputs := t.Steps != nil || t.DAG != nil // its outputs are picked from its scope
 	for _, a := range t.Outputs.Artifacts {
-		if a.FromExpression != "" {
+		if a.FromExpression != "" && !resolvesOutputs {
 			found = append(found, fmt.Sprintf("outputs.artifacts.%s.fromExpression", a.Name))
 		}
 		if a.ArtifactGC != nil && a.ArtifactGC.Strategy != "" && a.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
@@ -115,16 +104,4 @@ func unsupportedInInline(inline *wfv1.Template) []string {
 		return nil
 	}
 	return unsupportedInTemplate(inline)
-}
-
-// nonExitHooks names the lifecycle hooks other than exit (onExit and hooks.exit run).
-func nonExitHooks(hooks wfv1.LifecycleHooks) string {
-	var names []string
-	for name := range hooks {
-		if name != wfv1.ExitLifecycleEvent {
-			names = append(names, "hooks."+string(name))
-		}
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
