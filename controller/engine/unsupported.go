@@ -17,12 +17,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	s := &wf.Spec
 	// Refused rather than ignored: a user relying on them would otherwise lose them without a word.
-	if s.Metrics != nil && len(s.Metrics.Prometheus) > 0 {
-		add("spec.metrics (custom Prometheus metrics)")
-	}
-	if s.PodDisruptionBudget != nil {
-		add("spec.podDisruptionBudget")
-	}
 	for name := range s.Hooks {
 		if name != wfv1.ExitLifecycleEvent {
 			add("spec.hooks.%s", name)
@@ -58,9 +52,6 @@ func unsupportedInTemplate(t *wfv1.Template) []string {
 		add("retryStrategy.affinity")
 	case t.IsDaemon() && t.RetryStrategy != nil:
 		add("daemon with retryStrategy")
-	}
-	if t.Metrics != nil && len(t.Metrics.Prometheus) > 0 {
-		add("metrics (custom Prometheus metrics)")
 	}
 	if t.ContainerSet != nil {
 		add("containerSet") // argo runs its containers in one pod, each with a Container node
