@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/custommetrics"
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 const metricsWorkflow = `metadata: {name: wf, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
@@ -150,5 +153,47 @@ func emitAll(t *testing.T, r *custommetrics.Registry, p *Pass) {
 		if err := r.Emit(em); err != nil {
 			t.Errorf("emitting %s: %v", em.Metric.Name, err)
 		}
+	}
+}
+
+func TestARunningNodesRealtimeGaugeFollowsTheScrapeFromTheNodesStart(t *testing.T) {
+	const manifest = `metadata: {name: wf, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  entrypoint: work
+  templates:
+  - name: work
+    metrics:
+      prometheus:
+      - {name: node_seconds, help: Node duration, gauge: {realtime: true, value: "{{duration}}"}}
+      - {name: node_done, help: Completed nodes, counter: {value: "1"}}
+    container: {image: alpine, command: [sleep, "60"]}
+`
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	reg := prometheus.NewPedanticRegistry()
+	custom, err := custommetrics.NewRegistry(reg, func() time.Time { return start.Add(90 * time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}, Metrics: custom}
+	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: start, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour, AtStart: StartStateOf(wf)}
+	if _, err := e.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	emitAll(t, custom, p)
+	// Only the realtime gauge of the node just created: the counter waits for the node's end.
+	want := `
+# HELP argo_workflows_node_seconds Node duration
+# TYPE argo_workflows_node_seconds gauge
+argo_workflows_node_seconds 90
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }

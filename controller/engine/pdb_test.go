@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -96,5 +98,27 @@ func checkBudget(t *testing.T, wf *wfv1.Workflow, pdb *policyv1.PodDisruptionBud
 	owner := pdb.OwnerReferences
 	if len(owner) != 1 || owner[0].UID != wf.UID || owner[0].Kind != "Workflow" || owner[0].Controller == nil || !*owner[0].Controller {
 		t.Errorf("budget owner references %+v, want the workflow as controller", owner)
+	}
+}
+
+func TestTheBudgetsSelectorIsTheSpecsOrElseTheWorkflowsPods(t *testing.T) {
+	for _, tc := range []struct {
+		sentence, budget string
+		want             map[string]string
+	}{
+		{"no selector selects the workflow's pods", `{minAvailable: 1}`, map[string]string{common.LabelKeyWorkflow: "wf"}},
+		{"the spec's own selector is kept as given", `{maxUnavailable: 0, selector: {matchLabels: {app: x}}}`, map[string]string{"app": "x"}},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			manifest := strings.Replace(pdbWorkflow, "{minAvailable: 9999}", tc.budget, 1)
+			pdbs := &fakePDBs{}
+			runToEnd(t, &Engine{PDBs: pdbs}, manifest, corev1.PodSucceeded)
+			if len(pdbs.created) != 1 {
+				t.Fatalf("created %d budgets, want 1", len(pdbs.created))
+			}
+			if got := pdbs.created[0].Spec.Selector.MatchLabels; !maps.Equal(got, tc.want) {
+				t.Errorf("selector %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
