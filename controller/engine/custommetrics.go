@@ -77,6 +77,9 @@ func (e *Engine) recordNodeMetrics(p *Pass, emit func([]*wfv1.Prometheus, custom
 	retryParent := retryParents(p.WF)
 	for _, id := range slices.Sorted(maps.Keys(p.WF.Status.Nodes)) {
 		n := p.nodeByID(id)
+		if !runsTemplate(n) {
+			continue
+		}
 		t := p.templateOf(n)
 		if t == nil || t.Metrics == nil || len(t.Metrics.Prometheus) == 0 {
 			continue
@@ -94,6 +97,16 @@ func (e *Engine) recordNodeMetrics(p *Pass, emit func([]*wfv1.Prometheus, custom
 		}
 		emit(t.Metrics.Prometheus, p.nodeMetricScope(n), false)
 	}
+}
+
+// runsTemplate tells the nodes argo runs their template for, and emits its metrics: not the groups of an
+// expanded step or task (a task group names the task's template) nor a node skipped before it ran.
+func runsTemplate(n *wfv1.NodeStatus) bool {
+	switch n.Type {
+	case wfv1.NodeTypeTaskGroup, wfv1.NodeTypeStepGroup, wfv1.NodeTypeSkipped:
+		return false
+	}
+	return true
 }
 
 // retryParents maps each attempt of a retry node to that node.

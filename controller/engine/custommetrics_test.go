@@ -63,6 +63,22 @@ spec:
     container: {image: alpine, command: [echo]}
 `
 
+const expandedMetricsWorkflow = `metadata: {name: wf, namespace: ns, uid: 11111111-1111-1111-1111-111111111111}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: each, template: work, arguments: {parameters: [{name: tag, value: "{{item}}"}]}, withItems: [p, q]}
+  - name: work
+    inputs: {parameters: [{name: tag}]}
+    metrics:
+      prometheus:
+      - {name: items, help: Items by tag, labels: [{key: tag, value: "{{inputs.parameters.tag}}"}], counter: {value: "1"}}
+    container: {image: alpine, command: [echo]}
+`
+
 func TestCustomMetricsAreEmittedOncePerCompletionAsArgoEmitsThem(t *testing.T) {
 	for _, tc := range []struct {
 		sentence string
@@ -75,6 +91,13 @@ func TestCustomMetricsAreEmittedOncePerCompletionAsArgoEmitsThem(t *testing.T) {
 # HELP argo_workflows_attempts Attempts by status
 # TYPE argo_workflows_attempts counter
 argo_workflows_attempts{status="Failed"} 2
+`},
+		{"a task expanded by withItems counts its items, not its task group",
+			expandedMetricsWorkflow, corev1.PodSucceeded, `
+# HELP argo_workflows_items Items by tag
+# TYPE argo_workflows_items counter
+argo_workflows_items{tag="p"} 1
+argo_workflows_items{tag="q"} 1
 `},
 		{"each step's completion is counted once with its templated labels, and the workflow's once at its end",
 			metricsWorkflow, corev1.PodSucceeded, `
@@ -120,8 +143,22 @@ argo_workflows_work_result{status="Failed",tag="two"} 1
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want)); err != nil {
 				t.Error(err)
 			}
+			if got := metricsErrors(wf); len(got) > 0 {
+				t.Errorf("MetricsError conditions %q, want none", got)
+			}
 		})
 	}
+}
+
+// metricsErrors are the messages of the workflow's MetricsError conditions.
+func metricsErrors(wf *wfv1.Workflow) []string {
+	var got []string
+	for _, c := range wf.Status.Conditions {
+		if c.Type == wfv1.ConditionTypeMetricsError {
+			got = append(got, c.Message)
+		}
+	}
+	return got
 }
 
 func TestAMetricArgoCannotConstructIsReportedOnTheWorkflowWhichStillRuns(t *testing.T) {
@@ -135,12 +172,7 @@ func TestAMetricArgoCannotConstructIsReportedOnTheWorkflowWhichStillRuns(t *test
 		t.Errorf("workflow %s %q, want Succeeded", wf.Status.Phase, wf.Status.Message)
 	}
 	want := "could not construct metric 'wf-result': metric name is invalid: names may only contain alphanumeric characters or '_'"
-	var got []string
-	for _, c := range wf.Status.Conditions {
-		if c.Type == wfv1.ConditionTypeMetricsError {
-			got = append(got, c.Message)
-		}
-	}
+	got := metricsErrors(wf)
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("MetricsError conditions %q, want one %q", got, want)
 	}
