@@ -33,6 +33,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/internal/reportonce"
@@ -130,6 +131,7 @@ type Controller struct {
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
 	podgc    *podgc.Collector
+	custom   *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -246,6 +248,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
 		return nil, err
 	}
+	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
+		return nil, err
+	}
 	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
@@ -279,10 +284,12 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Locks:               c.locks,
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
 		PVCs:                pvcControl{kube: c.kube},
+		PDBs:                pdbControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube},
 		Caches:              memoize.KubeConfigMaps{Kube: c.kube, FieldManager: updateOptions.FieldManager},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
+		Metrics:             c.custom,
 		Validate:            opts.Validate,
 		ExecutorImage:       opts.ExecutorImage,
 		InstanceID:          opts.InstanceID,

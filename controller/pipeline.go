@@ -220,10 +220,11 @@ func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.
 		key:    key,
 		loaded: loaded,
 		Pass: engine.Pass{
-			WF:   wf,
-			Ext:  &ext,
-			Pods: c.podsOf(wf),
-			Now:  c.clock.Now().UTC().Truncate(time.Second),
+			WF:      wf,
+			Ext:     &ext,
+			Pods:    c.podsOf(wf),
+			Now:     c.clock.Now().UTC().Truncate(time.Second),
+			AtStart: engine.StartStateOf(wf),
 		},
 	}, nil
 }
@@ -313,9 +314,20 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 		}
 	}
 	c.results.Persisted(p.key, p.WF, p.Ext, p.waitingBefore, timeouts, p.Now)
+	c.emitCustomMetrics(p)
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)
+	}
+}
+
+// emitCustomMetrics records the workflow's custom metrics of a persisted pass; the engine checked each one,
+// so a refusal here (another workflow declared the name since) is only logged, as argo logs it.
+func (c *Controller) emitCustomMetrics(p *pass) {
+	for _, em := range p.Metrics {
+		if err := c.custom.Emit(em); err != nil {
+			c.log.Warn("custom metric not recorded", "workflow", p.key, "err", err)
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ type Engine struct {
 	Pods PodControl
 	// PVCs creates and deletes the claims of spec.volumeClaimTemplates; nil errors a workflow that has any.
 	PVCs PVCControl
+	// PDBs creates and deletes the budget of spec.podDisruptionBudget; nil errors a workflow that has one.
+	PDBs PDBControl
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource
@@ -55,6 +57,9 @@ type Engine struct {
 	// Caches reads and writes memoization cache ConfigMaps (memoize); nil: a memoized template errors with
 	// argo's "cache could not be found or created".
 	Caches memoize.ConfigMaps
+	// Metrics checks custom metric emissions before they are recorded in a pass; nil: only the rules that
+	// need no registry apply when they are emitted.
+	Metrics MetricsChecker
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
 	Validate        func(wf *wfv1.Workflow) error
 	ExecutorImage   string
@@ -165,6 +170,9 @@ func (e *Engine) startWaiting(ctx context.Context, p *Pass) (bool, error) {
 	if !acquired || err != nil {
 		return false, err
 	}
+	if ok, err := e.ensurePDB(ctx, p); !ok || err != nil {
+		return false, err
+	}
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.StartedAt = p.now()
 	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowRunning))
@@ -219,9 +227,13 @@ func (e *Engine) validate(p *Pass) error {
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.ParameterConfigMaps
 	settleStoppedRetries(p)
+	wasCompleted := p.WF.Status.Phase.Completed()
 	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
 	if err == nil {
 		err = e.execute(ctx, p)
+	}
+	if !wasCompleted && p.WF.Status.Phase.Completed() {
+		e.deletePDB(ctx, p)
 	}
 	if !p.WF.Status.Phase.Completed() {
 		e.releaseFinishedNodes(p)
@@ -229,6 +241,7 @@ func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	if derr := e.stopMarkedDaemons(ctx, p); derr != nil {
 		err = errors.Join(err, derr)
 	}
+	e.recordCustomMetrics(p)
 	if cerr := e.createPods(ctx, p); cerr != nil {
 		return errors.Join(err, cerr)
 	}
@@ -805,12 +818,14 @@ var unresolvedOutputRef = regexp.MustCompile(`\{\{[^{}]*\boutputs\.(parameters|r
 // refuseUnresolvedOutputs fails a pod that still carries a {{...outputs...}} reference in a container's
 // command, args or environment (ARGO_TEMPLATE included): the output it names was never set, and the pod
 // would run with the literal text (I8). Argument substitution leaves unknown references as they are, so
-// this is the last point where the node can still error instead.
+// this is the last point where the node can still error instead. The template's custom metrics are not
+// checked: the controller resolves them ({{outputs.parameters.P}} included) when the node completes, and
+// argo's ARGO_TEMPLATE carries them unresolved all the same.
 func refuseUnresolvedOutputs(pod *corev1.Pod) error {
 	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
 		fields := append(slices.Clone(c.Command), c.Args...)
 		for _, env := range c.Env {
-			fields = append(fields, env.Value)
+			fields = append(fields, withoutMetrics(env))
 		}
 		for _, f := range fields {
 			if ref := unresolvedOutputRef.FindString(f); ref != "" {
@@ -819,6 +834,24 @@ func refuseUnresolvedOutputs(pod *corev1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// withoutMetrics is an environment value as refuseUnresolvedOutputs checks it: ARGO_TEMPLATE without the
+// template's metrics. A template that does not decode is checked whole.
+func withoutMetrics(env corev1.EnvVar) string {
+	if env.Name != common.EnvVarTemplate {
+		return env.Value
+	}
+	var t wfv1.Template
+	if err := json.Unmarshal([]byte(env.Value), &t); err != nil || t.Metrics == nil {
+		return env.Value
+	}
+	t.Metrics = nil
+	data, err := json.Marshal(&t)
+	if err != nil {
+		return env.Value
+	}
+	return string(data)
 }
 
 // UnresolvedOutputsPrefix starts the message of a node whose pod was refused for an unresolved output reference.

@@ -20,6 +20,12 @@ import (
 // its complete task result; it returns the workflow and the pods created.
 func runToEnd(t *testing.T, e *Engine, manifest string, podPhase corev1.PodPhase) (*wfv1.Workflow, *recordingPods) {
 	t.Helper()
+	return runToEndWith(t, e, manifest, podPhase, func(*Pass) {})
+}
+
+// runToEndWith is runToEnd calling persisted after each pass, as the controller publishes a persisted pass.
+func runToEndWith(t *testing.T, e *Engine, manifest string, podPhase corev1.PodPhase, persisted func(*Pass)) (*wfv1.Workflow, *recordingPods) {
+	t.Helper()
 	wf := &wfv1.Workflow{}
 	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
 		t.Fatal(err)
@@ -28,7 +34,8 @@ func runToEnd(t *testing.T, e *Engine, manifest string, podPhase corev1.PodPhase
 	e.Pods = pods
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	for pass := 0; pass < 12 && !wf.Status.Phase.Completed(); pass++ {
-		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour,
+			AtStart: StartStateOf(wf)}
 		var results []*wfv1.WorkflowTaskResult
 		for id, pod := range pods.created {
 			p.Pods[id] = podIn(pod, podPhase, false, "")
@@ -43,6 +50,7 @@ func runToEnd(t *testing.T, e *Engine, manifest string, podPhase corev1.PodPhase
 		if err := e.Execute(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
+		persisted(p)
 		now = now.Add(time.Second)
 	}
 	return wf, pods

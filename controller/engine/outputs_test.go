@@ -9,6 +9,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -212,5 +213,27 @@ func TestAPodWithAnUnresolvedOutputReferenceIsRefused(t *testing.T) {
 		if err := refuseUnresolvedOutputs(pod); (err != nil) != tc.refused {
 			t.Errorf("%s: err = %v, want refused %v", tc.sentence, err, tc.refused)
 		}
+	}
+}
+
+func TestTheTemplatesCustomMetricsMayNameItsOwnOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		template string // ARGO_TEMPLATE
+		refused  bool
+	}{
+		{"a metric's value naming the template's output parameter, resolved at completion",
+			`{"name":"t","container":{"image":"alpine"},"metrics":{"prometheus":[{"name":"m","help":"h","histogram":{"value":"{{outputs.parameters.n}}"}}]}}`, false},
+		{"the same reference in the container is still refused",
+			`{"name":"t","container":{"image":"alpine","args":["{{steps.s.outputs.parameters.n}}"]},"metrics":{"prometheus":[{"name":"m","help":"h","counter":{"value":"1"}}]}}`, true},
+		{"a template that does not decode is checked whole",
+			`{"name": 1, "x": "{{steps.s.outputs.result}}"}`, true},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Env: []corev1.EnvVar{{Name: common.EnvVarTemplate, Value: tc.template}}}}}}
+			if err := refuseUnresolvedOutputs(pod); (err != nil) != tc.refused {
+				t.Errorf("err = %v, want refused %v", err, tc.refused)
+			}
+		})
 	}
 }

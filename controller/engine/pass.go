@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -35,6 +36,11 @@ type Pass struct {
 
 	// Events are node and workflow transitions, recorded after the pass is persisted.
 	Events []Event
+	// AtStart is the workflow as the pass began (StartStateOf), to tell what the pass completed; nil
+	// records no custom metrics.
+	AtStart *StartState
+	// Metrics are the custom metric emissions of this pass, emitted after it is persisted.
+	Metrics []custommetrics.Emission
 	// depth is the template nesting of the current executeTemplate call (recursion guard).
 	depth int
 	// requeueAt is the earliest time a timer (suspend duration, deadline) needs another pass.

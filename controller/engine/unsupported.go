@@ -15,12 +15,6 @@ func unsupported(wf *wfv1.Workflow) error {
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
 	s := &wf.Spec
 	// Refused rather than ignored: a user relying on them would otherwise lose them without a word.
-	if s.Metrics != nil && len(s.Metrics.Prometheus) > 0 {
-		add("spec.metrics (custom Prometheus metrics)")
-	}
-	if s.PodDisruptionBudget != nil {
-		add("spec.podDisruptionBudget")
-	}
 	if s.ArtifactGC != nil && s.ArtifactGC.Strategy != "" && s.ArtifactGC.Strategy != wfv1.ArtifactGCNever {
 		add("spec.artifactGC")
 	}
@@ -40,9 +34,6 @@ func unsupported(wf *wfv1.Workflow) error {
 func unsupportedInTemplate(t *wfv1.Template) []string {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
-	if t.Metrics != nil && len(t.Metrics.Prometheus) > 0 {
-		add("metrics (custom Prometheus metrics)")
-	}
 	switch {
 	case t.HTTP != nil:
 		add("http template (argo runs it in its agent pod, which wfguard does not run)")
