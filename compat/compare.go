@@ -33,8 +33,9 @@ type Verdict struct {
 // (docs/compatibility.md repeats them). Keys are matched as prefixes of the flattened pod path.
 var ExplainedPodDifferences = map[string]string{
 	"finalizers": "wfguard adds workflows.argoproj.io/status by default (--pod-status-finalizer); argo only with ARGO_POD_STATUS_CAPTURE_FINALIZER=true",
-	"annotations.wfguard.io/status-finalizer": "wfguard marks the pods it gave its status finalizer, so it releases only its own (argo ignores the annotation)",
-	"labels.wfguard.io/workflow-uid":          "wfguard labels each pod with its workflow's UID, so a pod of a deleted and re-created namesake is never taken for the new one's (argo ignores the label)",
+	"annotations.wfguard.io/status-finalizer":         "wfguard marks the pods it gave its status finalizer, so it releases only its own (argo ignores the annotation)",
+	"containers.init:init.env.ARGO_TEMPLATE.metrics.": "argo writes the metric labels and conditions it computed when an attempt of a retry ended into the retry's template (its computeMetrics changes the template in place), so later attempts' pods carry them substituted; argoexec never reads a template's metrics",
+	"labels.wfguard.io/workflow-uid":                  "wfguard labels each pod with its workflow's UID, so a pod of a deleted and re-created namesake is never taken for the new one's (argo ignores the label)",
 }
 
 // messageClasses turn a workflow message into a class: the wording may differ, the reason may not.

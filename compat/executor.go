@@ -19,8 +19,13 @@ var (
 	printsJSON = regexp.MustCompile(`json\.dump|JSON\.stringify|jq `)
 )
 
+// servesUntilStopped is never closed: a held daemon ends only when its controller deletes it or cuts its
+// deadline.
+var servesUntilStopped = make(chan struct{})
+
 // ExecutorModel is the corpus's simulated executor: main (every container of a containerSet) runs for a
-// moment and exits 1 when its script or command line (any of the set's) holds a literal failing exit, else 0; every declared output parameter read from a file is
+// moment (a daemon's until its controller stops it) and exits 1 when its script or command line (any of
+// the set's) holds a literal failing exit, else 0; every declared output parameter read from a file is
 // "<parameter>-value"; stdout is a JSON list when the script prints JSON, else "<template>-result"; every
 // declared output artifact is uploaded under the template's archive location (when it has one).
 func ExecutorModel() simnode.Script {
@@ -36,6 +41,11 @@ func ExecutorModel() simnode.Script {
 			result = `["a","b"]`
 		}
 		b.Result = &result
+		if t.IsDaemon() {
+			// A daemon serves until its controller stops it. Exiting on its own after a moment would make
+			// the outcome a race: whether a controller saw it running before it ended.
+			b.Hold = servesUntilStopped
+		}
 		for _, p := range t.Outputs.Parameters {
 			b.Parameters[p.Name] = p.Name + "-value"
 		}

@@ -34,3 +34,29 @@ func TestTheExecutorModelReadsEveryContainerOfAContainerSet(t *testing.T) {
 		})
 	}
 }
+
+func TestADaemonServesUntilItsControllerStopsIt(t *testing.T) {
+	daemon := true
+	for _, tc := range []struct {
+		sentence string
+		tmpl     *wfv1.Template
+		held     bool
+	}{
+		{"a daemon is held running, so no controller races its exit", &wfv1.Template{Name: "server", Daemon: &daemon, Container: &corev1.Container{Image: "nginx"}}, true},
+		{"any other pod ends on its own", &wfv1.Template{Name: "job", Container: &corev1.Container{Image: "alpine"}}, false},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			b := ExecutorModel().Func(simnode.PodInfo{Template: tc.tmpl})
+			if held := b.Hold != nil; held != tc.held {
+				t.Errorf("held %v, want %v", held, tc.held)
+			}
+			if tc.held {
+				select {
+				case <-b.Hold:
+					t.Error("the hold is released: the daemon would end on its own")
+				default:
+				}
+			}
+		})
+	}
+}
