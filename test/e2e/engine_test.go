@@ -292,8 +292,7 @@ spec:
   - name: main
     steps: [[{name: a, template: ok}]]
   - name: ok
-    retryStrategy: {limit: 1, affinity: {nodeAntiAffinity: {}}}
-    container: {image: alpine, command: ["true"]}`, "not supported by wfguard yet: template ok: retryStrategy.affinity"},
+    http: {url: "https://example.com"}`, "not supported by wfguard yet: template ok: http template (argo runs it in its agent pod, which wfguard does not run)"},
 		{"an oversized workflow", `
 metadata: {name: oversized}
 spec:

@@ -279,21 +279,21 @@ spec:
 func TestAReferencedTemplateUsingAFeatureWfguardDoesNotRunIsRejectedAtStart(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.createTemplate(`
-metadata: {name: affinity}
+metadata: {name: fetcher}
 spec:
   templates:
-  - {name: server, retryStrategy: {limit: 1, affinity: {nodeAntiAffinity: {}}}, container: {image: nginx}}
+  - {name: fetch, http: {url: "https://example.com"}}
 `, false)
 	wf := e.submit(`
-metadata: {name: uses-affinity}
+metadata: {name: uses-http}
 spec:
   entrypoint: main
   templates:
   - name: main
-    steps: [[{name: serve, templateRef: {name: affinity, template: server}}]]
+    steps: [[{name: fetch, templateRef: {name: fetcher, template: fetch}}]]
 `)
 	done := e.waitCompleted(wf.Name)
-	want := "invalid spec: not supported by wfguard yet: template namespaced/affinity/server: retryStrategy.affinity"
+	want := "invalid spec: not supported by wfguard yet: template namespaced/fetcher/fetch: http template (argo runs it in its agent pod, which wfguard does not run)"
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
 		t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, want)
 	}
