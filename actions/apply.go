@@ -94,6 +94,9 @@ func Targets(a *v1alpha1.WorkflowAction, wf *wfv1.Workflow) bool {
 
 // Apply applies one action to the in-memory workflow and its status extensions, upstream's semantics.
 func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAction, now metav1.Time) Outcome {
+	if a.Spec.Action == v1alpha1.ActionRetry {
+		return retry(wf, ext, a.Spec.Retry, now)
+	}
 	if wf.Status.Phase.Completed() {
 		return failed(ReasonWorkflowCompleted, "workflow %s is already %s", wf.Name, wf.Status.Phase)
 	}
@@ -118,7 +121,7 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		mirrorShutdown(wf, ext, wfv1.ShutdownStrategyTerminate)
 		return succeeded("workflow terminating")
 	default:
-		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop or Terminate)", a.Spec.Action)
+		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop, Terminate or Retry)", a.Spec.Action)
 	}
 }
 
@@ -245,15 +248,7 @@ func activeSuspendNodes(wf *wfv1.Workflow, selector fields.Selector) []string {
 		if n.Type != wfv1.NodeTypeSuspend || n.Phase != wfv1.NodeRunning {
 			continue
 		}
-		set := fields.Set{"id": n.ID, "name": n.Name, "displayName": n.DisplayName, "templateName": n.TemplateName, "phase": string(n.Phase)}
-		if n.Inputs != nil {
-			for _, p := range n.Inputs.Parameters {
-				if p.Value != nil {
-					set["inputs.parameters."+p.Name+".value"] = p.Value.String()
-				}
-			}
-		}
-		if selector.Matches(set) {
+		if selector.Matches(nodeFields(&n)) {
 			out = append(out, id)
 		}
 	}

@@ -187,9 +187,10 @@ func (d *Drainer) FailOrphans(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// SettleCompleted reports recorded outcomes and fails new actions of a completed workflow, which is never
-// written again: records are the ones its last write stored.
-func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Workflow, records []extstatus.AppliedAction) error {
+// SettleCompleted reports recorded outcomes and fails new actions of a completed workflow, which is written
+// again only by a Retry: records are the ones its last write stored. It stops at the first pending Retry and
+// returns it; the caller applies it (ApplyToCompleted), and the actions after it meet the retried workflow.
+func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Workflow, records []extstatus.AppliedAction) (*v1alpha1.WorkflowAction, error) {
 	recorded := map[string]extstatus.AppliedAction{}
 	for _, r := range records {
 		recorded[string(r.UID)] = r
@@ -199,17 +200,34 @@ func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Work
 		if a.Status.Terminal() {
 			continue
 		}
-		if !Targets(a, wf) {
+		r, isRecorded := recorded[string(a.UID)]
+		switch {
+		case !Targets(a, wf):
 			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowNotFound,
 				Message: fmt.Sprintf("workflow %s has UID %s, not %s", wf.Name, wf.UID, a.Spec.WorkflowRef.UID)})))
-			continue
+		case isRecorded:
+			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message})))
+		case a.Spec.Action == v1alpha1.ActionRetry:
+			return a, errors.Join(errs...)
+		default:
+			errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowCompleted,
+				Message: fmt.Sprintf("workflow %s is already %s", wf.Name, wf.Status.Phase)})))
 		}
-		out := Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowCompleted,
-			Message: fmt.Sprintf("workflow %s is already %s", wf.Name, wf.Status.Phase)}
-		if r, ok := recorded[string(a.UID)]; ok {
-			out = Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message}
-		}
-		errs = append(errs, outcomeErr(d.writeOutcome(ctx, a, out)))
 	}
-	return errors.Join(errs...)
+	return nil, errors.Join(errs...)
+}
+
+// ApplyToCompleted applies a Retry to a completed workflow in memory. Applied, it is recorded write-ahead
+// in ext.AppliedActions like a drained action, and the caller persists the pass and then Reports; refused,
+// nothing changed, so its outcome is written at once and applied is false.
+func (d *Drainer) ApplyToCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAction, now time.Time) (applied bool, err error) {
+	out := Apply(wf, ext, a, metav1.NewTime(now))
+	d.Log.Info("applied workflow action", "workflow", key, "action", a.Name, "type", a.Spec.Action, "outcome", out.Phase, "reason", out.Reason)
+	if out.Phase != v1alpha1.PhaseSucceeded {
+		return false, outcomeErr(d.writeOutcome(ctx, a, out))
+	}
+	ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{
+		UID: a.UID, Name: a.Name, Outcome: string(out.Phase), Reason: out.Reason, Message: out.Message})
+	stampActor(wf, a)
+	return true, nil
 }

@@ -128,7 +128,7 @@ func TestPruneKeepsOnlyRecordsOfActionsStillPending(t *testing.T) {
 func TestTheActionLabelIsBounded(t *testing.T) {
 	for action, want := range map[string]string{
 		v1alpha1.ActionSuspend: "Suspend", v1alpha1.ActionResume: "Resume", v1alpha1.ActionStop: "Stop",
-		v1alpha1.ActionTerminate: "Terminate", "Retry": actionUnknown, "": actionUnknown,
+		v1alpha1.ActionTerminate: "Terminate", v1alpha1.ActionRetry: "Retry", "Rerun": actionUnknown, "": actionUnknown,
 	} {
 		if got := actionLabel(action); got != want {
 			t.Errorf("actionLabel(%q) = %q, want %q", action, got, want)

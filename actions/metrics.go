@@ -8,7 +8,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
 
-// actionUnknown is the action label of every spec.action that is not one of the four.
+// actionUnknown is the action label of every spec.action that is not one of the five.
 const actionUnknown = "Unknown"
 
 // Metrics are the action seam's counters (docs/metrics.md).
@@ -21,7 +21,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_actions_total",
-			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Unknown), phase and reason."},
+			Help: "WorkflowActions given their outcome, by action (Suspend, Resume, Stop, Terminate, Retry, Unknown), phase and reason."},
 			[]string{"action", "phase", "reason"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
 			Help: "Terminal WorkflowActions deleted after their TTL."}),
@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // actionLabel bounds the metric's cardinality: unknown action values share one label.
 func actionLabel(action string) string {
 	switch action {
-	case v1alpha1.ActionSuspend, v1alpha1.ActionResume, v1alpha1.ActionStop, v1alpha1.ActionTerminate:
+	case v1alpha1.ActionSuspend, v1alpha1.ActionResume, v1alpha1.ActionStop, v1alpha1.ActionTerminate, v1alpha1.ActionRetry:
 		return action
 	}
 	return actionUnknown

@@ -52,11 +52,12 @@ func CodeOf(reason string) Code {
 	case ReasonApplied:
 		return OK
 	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction, ReasonMissingOutputParameter, ReasonInvalidOutputParameters,
-		ReasonOutcomeNotStorable:
+		ReasonOutcomeNotStorable, ReasonInvalidParameter:
 		return InvalidArgument
 	case ReasonWorkflowNotFound:
 		return NotFound
-	case ReasonWorkflowCompleted, ReasonNothingToResume, ReasonNothingToSuspend, ReasonNothingToStop:
+	case ReasonWorkflowCompleted, ReasonNothingToResume, ReasonNothingToSuspend, ReasonNothingToStop,
+		ReasonWorkflowNotCompleted, ReasonNothingToRetry, ReasonInvalidNodeTree:
 		return FailedPrecondition
 	}
 	return FailedPrecondition

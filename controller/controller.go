@@ -61,6 +61,9 @@ type Options struct {
 	// OldPodWait bounds how long a node waits for a pod of its name left by a deleted workflow of the same
 	// name to go (default engine.DefaultOldPodWait).
 	OldPodWait time.Duration
+	// RetryCleanupTimeout bounds how long a retried workflow waits for the previous run's pods and task
+	// results of its removed nodes to be deleted before it ends Error (default DefaultRetryCleanupTimeout).
+	RetryCleanupTimeout time.Duration
 	// DirectReadBudget caps task-result reads past the cache per workflow pass (default 20).
 	DirectReadBudget int
 	// ActionTTL is how long a terminal WorkflowAction is kept after its completion (default 24h).
@@ -171,6 +174,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.ActionTTL <= 0 {
 		opts.ActionTTL = 24 * time.Hour
+	}
+	if opts.RetryCleanupTimeout <= 0 {
+		opts.RetryCleanupTimeout = DefaultRetryCleanupTimeout
 	}
 	if opts.ActionGCInterval <= 0 {
 		opts.ActionGCInterval = time.Minute

@@ -88,7 +88,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	case err != nil:
 		return 0, c.failUndecodable(ctx, u, err)
 	case completed:
-		return c.reconcileCompleted(ctx, key, wf, ext)
+		return c.reconcileCompleted(ctx, key, u, wf, ext)
 	}
 	p, err := c.newPass(key, u, wf, ext)
 	if err != nil {
@@ -108,14 +108,18 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	return errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
 }
 
-// reconcileCompleted is the flow of a completed workflow, which is never written again: actions that
-// arrived late get their outcome, finalizers a failed release left behind go, and podGC and ttlStrategy
+// reconcileCompleted is the flow of a completed workflow, which only a Retry writes again: actions that
+// arrived late get their outcome, a Retry runs it again (retryCompleted), finalizers a failed release left behind go, and podGC and ttlStrategy
 // resume (also after a restart).
-func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
+func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	pods := c.podsOf(wf)
-	if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
+	retry, settleErr := c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions)
+	if err := errors.Join(settleErr, c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
 		return 0, err
+	}
+	if retry != nil {
+		return c.retryCompleted(ctx, key, u, wf, ext, retry)
 	}
 	return c.collectAndExpire(ctx, wf, pods)
 }
@@ -123,6 +127,9 @@ func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv
 // reconcileRunning is the flow of a running workflow: the decision phases, execute, persist, then the
 // effects that must follow the write that records them (action outcomes, finalizer releases, pod GC).
 func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Duration, error) {
+	if err := c.cleanUpRetry(ctx, p); err != nil {
+		return 0, err
+	}
 	for _, ph := range c.decisionPhases() {
 		ph.run(ctx, p)
 	}
@@ -288,6 +295,9 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 
 // execute validates a new workflow and runs its templates.
 func (c *Controller) execute(ctx context.Context, p *pass) error {
+	if p.Ext.RetryCleanupSince != nil {
+		return nil // no node runs again beside the previous run's pod of its name (cleanUpRetry)
+	}
 	started, err := c.engine.Start(&p.Pass)
 	if err != nil || !started {
 		return err

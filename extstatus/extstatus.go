@@ -22,6 +22,9 @@ type Extensions struct {
 	// ResultWaits records, per node ID, when a node whose pod succeeded began waiting for its task result:
 	// the persisted start of the bounded wait (the node message repeats it for people, not for code).
 	ResultWaits map[string]metav1.Time `json:"resultWaits,omitempty"`
+	// RetryCleanupSince is set by an applied Retry until the pods and task results of the nodes it removed
+	// are gone; no node runs before, since the nodes that run again reuse their names.
+	RetryCleanupSince *metav1.Time `json:"retryCleanupSince,omitempty"`
 }
 
 // AppliedAction is one write-ahead entry.
@@ -34,7 +37,7 @@ type AppliedAction struct {
 }
 
 // fieldNames are the status keys Extensions owns.
-var fieldNames = []string{"shutdown", "suspended", "appliedActions", "resultWaits"}
+var fieldNames = []string{"shutdown", "suspended", "appliedActions", "resultWaits", "retryCleanupSince"}
 
 // FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated. Unknown status fields other than ours are
 // dropped, as argo's own controller does.
@@ -61,6 +64,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	if ext.AppliedActions == nil {
 		ext.AppliedActions = appliedFromAnnotation(wf.Annotations[AnnotationAppliedActions])
 	}
+	if ext.RetryCleanupSince == nil {
+		ext.RetryCleanupSince = retryCleanupFromAnnotation(wf.Annotations[AnnotationRetryCleanup])
+	}
 	return wf, ext, nil
 }
 
@@ -71,6 +77,23 @@ const AnnotationAppliedActions = "wfguard.io/applied-actions"
 
 // LostMessage is the message of an outcome restored from the annotation.
 const LostMessage = "applied; its message was lost when another writer rewrote the workflow through argo's types"
+
+// AnnotationRetryCleanup mirrors status.retryCleanupSince for the same reason: a foreign rewrite that dropped
+// it would let nodes run again next to the previous run's pods of the same names.
+const AnnotationRetryCleanup = "wfguard.io/retry-cleanup-since"
+
+// retryCleanupFromAnnotation restores the mark; a malformed value still marks the cleanup, from now on
+// unknown, as started at the zero time (so its bound has passed and it ends at once if nothing is left).
+func retryCleanupFromAnnotation(v string) *metav1.Time {
+	if v == "" {
+		return nil
+	}
+	t := metav1.Time{}
+	if err := t.UnmarshalQueryParameter(v); err != nil {
+		return &metav1.Time{}
+	}
+	return &t
+}
 
 type appliedMirror struct {
 	UID     types.UID `json:"uid"`
@@ -148,6 +171,17 @@ func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructur
 			annotations = map[string]string{}
 		}
 		annotations[AnnotationAppliedActions] = mirror
+	}
+	delete(annotations, AnnotationRetryCleanup)
+	if ext.RetryCleanupSince != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		v, err := ext.RetryCleanupSince.MarshalQueryParameter()
+		if err != nil {
+			return nil, fmt.Errorf("encoding the retry-cleanup mirror of %s/%s: %w", wf.Namespace, wf.Name, err)
+		}
+		annotations[AnnotationRetryCleanup] = v
 	}
 	u.SetAnnotations(annotations)
 	u.SetAPIVersion(wfv1.SchemeGroupVersion.String())

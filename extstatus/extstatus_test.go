@@ -5,8 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -83,9 +85,9 @@ func TestTheCRDCheckRefusesSchemasThatWouldPrune(t *testing.T) {
 	}{
 		{"argo's minimal CRD preserves unknown fields", "            type: object\n            x-kubernetes-preserve-unknown-fields: true\n", ""},
 		{"a schema declaring the fields is accepted",
-			"            type: object\n            properties:\n              shutdown: {type: string}\n              suspended: {type: boolean}\n              appliedActions: {type: array}\n              resultWaits: {type: object}\n", ""},
+			"            type: object\n            properties:\n              shutdown: {type: string}\n              suspended: {type: boolean}\n              appliedActions: {type: array}\n              resultWaits: {type: object}\n              retryCleanupSince: {type: string}\n", ""},
 		{"argo's full CRD style prunes them",
-			"            type: object\n            properties:\n              phase: {type: string}\n", "would prune [status.shutdown status.suspended status.appliedActions status.resultWaits]"},
+			"            type: object\n            properties:\n              phase: {type: string}\n", "would prune [status.shutdown status.suspended status.appliedActions status.resultWaits status.retryCleanupSince]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,5 +166,59 @@ func TestThePrunedRecordLeavesNoMirror(t *testing.T) {
 	}
 	if got := u.GetAnnotations(); got[AnnotationAppliedActions] != "" || got["keep"] != "me" {
 		t.Fatalf("annotations %v, want the mirror gone and the rest kept", got)
+	}
+}
+
+func TestTheRetryCleanupMarkSurvivesAWriteThroughArgosTypes(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		sentence   string
+		annotation string // replaces the mirror after the foreign write; "-" keeps it
+		want       *metav1.Time
+	}{
+		{"the mark comes back from its mirror", "-", &since},
+		{"a malformed mirror still marks the cleanup, as begun long ago", "yesterday", &metav1.Time{}},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{}
+			wf.Name, wf.Namespace = "wf", "ns"
+			u, err := ToUnstructured(wf, Extensions{RetryCleanupSince: &since})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := u.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var typed wfv1.Workflow // argo's typed client drops status.retryCleanupSince
+			if err := json.Unmarshal(data, &typed); err != nil {
+				t.Fatal(err)
+			}
+			if tc.annotation != "-" {
+				typed.Annotations[AnnotationRetryCleanup] = tc.annotation
+			}
+			raw, err := json.Marshal(&typed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewritten := &unstructured.Unstructured{}
+			if err := rewritten.UnmarshalJSON(raw); err != nil {
+				t.Fatal(err)
+			}
+			_, ext, err := FromUnstructured(rewritten)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ext.RetryCleanupSince == nil || !ext.RetryCleanupSince.Equal(tc.want) {
+				t.Fatalf("mark %v, want %v", ext.RetryCleanupSince, tc.want)
+			}
+		})
+	}
+	closed, err := ToUnstructured(&wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationRetryCleanup: "x"}}}, Extensions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := closed.GetAnnotations()[AnnotationRetryCleanup]; ok {
+		t.Errorf("a closed cleanup left its mirror: %v", closed.GetAnnotations())
 	}
 }

@@ -13,6 +13,7 @@ const (
 	PointBeforeActionStatus     = "before-action-status"     // an action's effect is stored, its status is not
 	PointBeforeFinalizerRelease = "before-finalizer-release" // a pod's capture is stored, its finalizer is not gone
 	PointWorker                 = "worker"                   // a worker is about to take a key: pausing it pauses the queue
+	PointDuringRetryCleanup     = "during-retry-cleanup"     // a retry deleted the previous run's pods, not yet its task results
 )
 
 // ErrCrash is returned by a crash point that "crashes": the caller must stop at once, as a dying process

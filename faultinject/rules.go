@@ -258,8 +258,8 @@ func parseRule(raw string, line int, now time.Time) (*Rule, error) {
 	case site == SiteInformer && rule.Match["resource"] == "":
 		return nil, bad(head[1].col, "an informer rule needs resource= (workflows, pods, workflowtaskresults, workflowactions)")
 	case site == SitePoint && rule.Match["name"] == "":
-		return nil, bad(head[1].col, "a point rule needs name= (%s, %s, %s or %s)",
-			PointAfterWorkflowPersist, PointBeforeActionStatus, PointBeforeFinalizerRelease, PointWorker)
+		return nil, bad(head[1].col, "a point rule needs name= (%s, %s, %s, %s or %s)",
+			PointAfterWorkflowPersist, PointBeforeActionStatus, PointBeforeFinalizerRelease, PointDuringRetryCleanup, PointWorker)
 	}
 	if len(tail) == 0 {
 		return nil, bad(colon+2, "no terms after the colon")

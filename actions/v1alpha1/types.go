@@ -11,6 +11,7 @@ const (
 	ActionResume    = "Resume"
 	ActionStop      = "Stop"
 	ActionTerminate = "Terminate"
+	ActionRetry     = "Retry"
 )
 
 // ActionPhase is the lifecycle of an action: Pending until the controller reports exactly one outcome.
@@ -44,12 +45,13 @@ type WorkflowAction struct {
 // WorkflowActionSpec says which workflow and what to do. It is immutable.
 //
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
-// +kubebuilder:validation:XValidation:rule="!(has(self.resume) && has(self.stop))",message="at most one parameter block may be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.resume), has(self.stop), has(self.retry)].filter(b, b).size() <= 1",message="at most one parameter block may be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.resume) || self.action == 'Resume'",message="spec.resume is only allowed with action Resume"
 // +kubebuilder:validation:XValidation:rule="!has(self.stop) || self.action == 'Stop'",message="spec.stop is only allowed with action Stop"
+// +kubebuilder:validation:XValidation:rule="!has(self.retry) || self.action == 'Retry'",message="spec.retry is only allowed with action Retry"
 type WorkflowActionSpec struct {
 	WorkflowRef WorkflowRef `json:"workflowRef"`
-	// Action is Suspend, Resume, Stop or Terminate.
+	// Action is Suspend, Resume, Stop, Terminate or Retry.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	Action string `json:"action"`
@@ -57,6 +59,8 @@ type WorkflowActionSpec struct {
 	Resume *ResumeParameters `json:"resume,omitempty"`
 	// +optional
 	Stop *StopParameters `json:"stop,omitempty"`
+	// +optional
+	Retry *RetryParameters `json:"retry,omitempty"`
 }
 
 // WorkflowRef names the target workflow in the action's namespace; a UID pins one incarnation of the name.
@@ -92,6 +96,25 @@ type StopParameters struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+}
+
+// RetryParameters shape a Retry as argo's retry options do: which succeeded nodes run again, and argument
+// overrides in argo's NAME=VALUE form.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.restartSuccessful) || !self.restartSuccessful || (has(self.nodeFieldSelector) && size(self.nodeFieldSelector) > 0)",message="restartSuccessful needs a nodeFieldSelector naming the succeeded nodes to run again"
+type RetryParameters struct {
+	// RestartSuccessful also runs again the succeeded nodes matching NodeFieldSelector.
+	// +optional
+	RestartSuccessful bool `json:"restartSuccessful,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+	// Parameters override the workflow's argument parameters, each NAME=VALUE: at most 64, each up to 32 KiB.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=32768
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.contains('='))",message="each parameter is NAME=VALUE"
+	// +optional
+	Parameters []string `json:"parameters,omitempty"`
 }
 
 // WorkflowActionStatus is the outcome, written once by the controller; the API server keeps it final, so an

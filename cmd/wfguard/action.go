@@ -20,12 +20,26 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
 
-const actionUsage = `Usage: wfguard action {suspend|resume|stop|terminate} WORKFLOW [flags]
+const actionUsage = `Usage: wfguard action {suspend|resume|stop|terminate|retry} WORKFLOW [flags]
 
-Creates a WorkflowAction and waits for its outcome. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
+Creates a WorkflowAction and waits for its outcome. retry runs a Failed or Errored workflow's failed nodes
+again (with --restart-successful --node-field-selector S also the succeeded nodes S selects; -p NAME=VALUE
+overrides an argument parameter); the controller deletes the previous run's pods itself. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
 4 FailedPrecondition (e.g. nothing to resume, workflow completed), 5 NotFound, 6 DeadlineExceeded
 (the action stays and will still be applied), 7 Unavailable.
 `
+
+// repeated collects a repeatable flag's values in order.
+type repeated []string
+
+func (r *repeated) String() string { return strings.Join(*r, ",") }
+func (r *repeated) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	*r = append(*r, s)
+	return nil
+}
 
 type keyValues map[string]string
 
@@ -45,7 +59,7 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	kinds := map[string]string{"suspend": v1alpha1.ActionSuspend, "resume": v1alpha1.ActionResume,
-		"stop": v1alpha1.ActionStop, "terminate": v1alpha1.ActionTerminate}
+		"stop": v1alpha1.ActionStop, "terminate": v1alpha1.ActionTerminate, "retry": v1alpha1.ActionRetry}
 	kind, ok := kinds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "wfguard action: unknown action %q\n\n%s", args[0], actionUsage)
@@ -56,7 +70,10 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "path to a kubeconfig")
 	namespace := fs.String("n", "", "namespace of the workflow (default: the kubeconfig context's, else default)")
-	selector := fs.String("node-field-selector", "", "resume or stop only suspend nodes matching this field selector (e.g. displayName=approve)")
+	selector := fs.String("node-field-selector", "", "resume or stop only suspend nodes matching this field selector (e.g. displayName=approve); with retry --restart-successful, the succeeded nodes to run again")
+	restartSuccessful := fs.Bool("restart-successful", false, "retry: also run again the succeeded nodes --node-field-selector selects")
+	var parameters repeated
+	fs.Var(&parameters, "p", "retry: NAME=VALUE overriding an argument parameter (repeatable)")
 	message := fs.String("message", "", "message for nodes failed by stop --node-field-selector")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the outcome")
 	outputs := keyValues{}
@@ -73,8 +90,16 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 		spec.Resume = &v1alpha1.ResumeParameters{NodeFieldSelector: *selector, OutputParameters: outputs}
 	case kind == v1alpha1.ActionStop && (*selector != "" || *message != ""):
 		spec.Stop = &v1alpha1.StopParameters{NodeFieldSelector: *selector, Message: *message}
+	case kind == v1alpha1.ActionRetry && *message == "" && len(outputs) == 0:
+		if *selector != "" || *restartSuccessful || len(parameters) > 0 {
+			spec.Retry = &v1alpha1.RetryParameters{RestartSuccessful: *restartSuccessful, NodeFieldSelector: *selector, Parameters: parameters}
+		}
 	case *selector != "" || *message != "" || len(outputs) > 0:
 		fmt.Fprintf(stderr, "wfguard action: --node-field-selector, --message and --output-parameter do not apply to %s\n", args[0])
+		return 2
+	}
+	if kind != v1alpha1.ActionRetry && (*restartSuccessful || len(parameters) > 0) {
+		fmt.Fprintf(stderr, "wfguard action: --restart-successful and -p apply only to retry\n")
 		return 2
 	}
 	if *namespace == "" {

@@ -287,6 +287,8 @@ func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
 		{"resuming the node with an output succeeds", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=displayName=approve", "--output-parameter=ok=yes"}, 0, "Applied"},
 		{"no controller: the deadline names the action", []string{"action", "stop", "gate", "-n", idle, kc, "--timeout=1s"}, 6, "DeadlineExceeded: action gate-stop-"},
 		{"flags that do not apply are refused", []string{"action", "terminate", "gate", "--message=x"}, 2, "do not apply to terminate"},
+		{"retrying a running workflow is a failed precondition", []string{"action", "retry", "gate", "-n", ns, kc, "-p", "x=1"}, 4, "WorkflowNotCompleted"},
+		{"retry flags on another action are refused", []string{"action", "suspend", "gate", "--restart-successful"}, 2, "apply only to retry"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

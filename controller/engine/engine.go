@@ -333,6 +333,12 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	return nil
 }
 
+// Fail ends the workflow with phase (Failed or Error) and message, as a failed template would: locks are
+// released, the completion event is recorded.
+func (e *Engine) Fail(p *Pass, phase wfv1.WorkflowPhase, message string) {
+	e.completeWorkflow(p, phase, message)
+}
+
 func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message string) {
 	wf := p.WF
 	wf.Status.Phase = phase

@@ -127,7 +127,7 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 	bad := e.act("resume-bad-selector", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
 		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "no-operator"}})
 	expectOutcome(t, bad, v1alpha1.PhaseFailed, actions.ReasonInvalidNodeFieldSelector)
-	unknown := e.act("retry", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: "Retry"})
+	unknown := e.act("rerun", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: "Rerun"})
 	expectOutcome(t, unknown, v1alpha1.PhaseFailed, actions.ReasonUnknownAction)
 
 	// Resume the approve node with an output, as `argo resume --node-field-selector` would.

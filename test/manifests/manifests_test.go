@@ -174,6 +174,7 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can watch clusterworkflowtemplates", controllerSA, argo("", "watch", "clusterworkflowtemplates", ""), true},
 		{"the controller can watch workflowtaskresults", controllerSA, argo("team-a", "watch", "workflowtaskresults", ""), true},
 		{"the controller can deletecollection workflowtaskresults", controllerSA, argo("team-a", "deletecollection", "workflowtaskresults", ""), true},
+		{"the controller can delete a workflowtaskresult (a retried node's)", controllerSA, argo("team-a", "delete", "workflowtaskresults", ""), true},
 		{"the controller can delete workflowactions", controllerSA, argo("team-a", "delete", "workflowactions", ""), true},
 		{"the controller can update workflowactions/status", controllerSA, argo("team-a", "update", "workflowactions", "status"), true},
 		{"the controller can patch workflowactions/status", controllerSA, argo("team-a", "patch", "workflowactions", "status"), true},
