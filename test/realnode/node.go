@@ -1,0 +1,333 @@
+package realnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+)
+
+// Options configure Start.
+type Options struct {
+	// BinDir holds kubelet and node-images/ (hack/tools/build.sh node).
+	BinDir string
+	// Config and Kubeconfig reach the control plane as its admin (the kubelet registers with them).
+	Config     *rest.Config
+	Kubeconfig string
+	// ReadyTimeout bounds each wait of the start (containerd's socket, the Node Ready). Default 90s.
+	ReadyTimeout time.Duration
+	// Logf receives progress and, at Stop, every thing removed from the host. Default: discard.
+	Logf func(format string, args ...any)
+}
+
+// Node is a running kubelet + containerd on this machine, registered as NodeName.
+type Node struct {
+	opts       Options
+	l          layout
+	kube       kubernetes.Interface
+	containerd *controlplane.Process
+	kubelet    *controlplane.Process
+	forwarder  *forwarder
+	services   *clusterServices
+	iptables   string
+	stopped    bool
+}
+
+// Start brings a node up: it first tears down what an earlier run killed before its teardown left, then
+// starts containerd, imports the images, makes the bridge and the Service forwarder, runs the binder and
+// the root CA publisher, and starts the kubelet, returning once the Node is Ready. On error everything
+// started is taken down again.
+func Start(ctx context.Context, opts Options) (n *Node, err error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 90 * time.Second
+	}
+	begin := time.Now()
+	if err := SweepStale(opts.Logf); err != nil {
+		return nil, err
+	}
+	if bridgeExists() {
+		return nil, fmt.Errorf("realnode: bridge %s exists and no stale node owns it: another node runs on this machine", BridgeName)
+	}
+	if err := os.MkdirAll(stateRoot(), 0o700); err != nil {
+		return nil, fmt.Errorf("realnode: creating %s: %w", stateRoot(), err)
+	}
+	dir, err := os.MkdirTemp(stateRoot(), fmt.Sprintf("node-%d-", os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("realnode: creating the state dir: %w", err)
+	}
+	n = &Node{opts: opts, l: layout{dir: dir}}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("realnode: starting the node: %w", err)
+			if stopErr := n.Stop(); stopErr != nil {
+				err = errors.Join(err, stopErr)
+			}
+			n = nil
+		}
+	}()
+	if n.kube, err = kubernetes.NewForConfig(opts.Config); err != nil {
+		return n, fmt.Errorf("building a client: %w", err)
+	}
+	if err = mkdirs(n.l.containerdRoot(), n.l.containerdState(), n.l.runcRoot(), n.l.cniConfDir(),
+		n.l.cniIPAMDir(), n.l.kubeletRoot(), n.l.podLogs()); err != nil {
+		return n, err
+	}
+	if n.iptables, err = iptablesRules(); err != nil {
+		return n, err
+	}
+	if err = os.WriteFile(n.l.iptablesSaved(), []byte(n.iptables), 0o600); err != nil {
+		return n, fmt.Errorf("saving iptables rules: %w", err)
+	}
+	if err = saveSysctls(n.l.sysctlsSaved()); err != nil {
+		return n, err
+	}
+	if err = writeConfigs(n.l); err != nil {
+		return n, err
+	}
+	if _, statErr := os.Stat("/run/containerd"); errors.Is(statErr, os.ErrNotExist) {
+		if err = os.WriteFile(filepath.Join(dir, "created-run-containerd"), nil, 0o600); err != nil {
+			return n, fmt.Errorf("marking /run/containerd as ours: %w", err)
+		}
+	}
+	if err = n.startContainerd(ctx); err != nil {
+		return n, err
+	}
+	if err = n.importImages(); err != nil {
+		return n, err
+	}
+	if err = createBridge(); err != nil {
+		return n, err
+	}
+	apiserver, err := url.Parse(opts.Config.Host)
+	if err != nil {
+		return n, fmt.Errorf("parsing the apiserver address %q: %w", opts.Config.Host, err)
+	}
+	if n.forwarder, err = startForwarder(apiserver.Host); err != nil {
+		return n, err
+	}
+	n.services = startClusterServices(n.kube, opts.Config.CAData, func(msg string) { opts.Logf("%s", msg) })
+	if err = n.startKubelet(ctx); err != nil {
+		return n, err
+	}
+	opts.Logf("realnode: node %s Ready in %s (state %s)", NodeName, time.Since(begin).Round(time.Millisecond), dir)
+	return n, nil
+}
+
+// Dir is the node's state dir; the kubelet's, containerd's and the pods' logs are there until Stop.
+func (n *Node) Dir() string { return n.l.dir }
+
+func (n *Node) startContainerd(ctx context.Context) error {
+	env := []string{"PATH=/usr/bin:/bin", "TMPDIR=" + n.l.dir}
+	p, err := controlplane.StartProcess("containerd", "/usr/bin/containerd", n.l.log("containerd"),
+		[]string{"--config", n.l.containerdConfig()}, env)
+	if err != nil {
+		return err
+	}
+	n.containerd = p
+	return n.waitUntil(ctx, "containerd's socket", p, func(ctx context.Context) (bool, error) {
+		return n.ctr("version") == nil, nil
+	})
+}
+
+// ctr runs containerd's client against this node's containerd, in the CRI namespace.
+func (n *Node) ctr(args ...string) error {
+	return run("ctr", append([]string{"--address", n.l.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+}
+
+func (n *Node) importImages() error {
+	for _, image := range []string{"pause.tar", "argoexec.tar", "busybox.tar"} {
+		if err := n.ctr("images", "import", "--no-unpack=false", filepath.Join(n.opts.BinDir, "node-images", image)); err != nil {
+			return fmt.Errorf("importing %s: %w", image, err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) startKubelet(ctx context.Context) error {
+	// PATH without /usr/sbin: the kubelet finds no iptables and so adds no chains.
+	env := []string{"PATH=/usr/bin:/bin", "TMPDIR=" + n.l.dir}
+	p, err := controlplane.StartProcess("kubelet", filepath.Join(n.opts.BinDir, "kubelet"), n.l.log("kubelet"), []string{
+		"--config=" + n.l.kubeletConfig(), "--kubeconfig=" + n.opts.Kubeconfig, "--root-dir=" + n.l.kubeletRoot(),
+		"--cert-dir=" + filepath.Join(n.l.dir, "kubelet-pki"), "--hostname-override=" + NodeName,
+		"--node-ip=" + BridgeAddress, "--v=1",
+	}, env)
+	if err != nil {
+		return err
+	}
+	n.kubelet = p
+	return n.waitUntil(ctx, "Node "+NodeName+" Ready", p, func(ctx context.Context) (bool, error) {
+		node, err := n.kube.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// waitUntil polls ready until it holds, p exits, ctx ends or ReadyTimeout passes.
+func (n *Node) waitUntil(ctx context.Context, what string, p *controlplane.Process, ready wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, n.opts.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		if exited, exitErr := p.Exited(); exited {
+			return false, fmt.Errorf("exited (%v)", exitErr)
+		}
+		return ready(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w; last lines of %s:\n%s", what, err, p.LogPath(), p.LogTail(20))
+	}
+	return nil
+}
+
+// Stop tears the node down in the order that leaves nothing behind: the kubelet, the Node object, every
+// container (killed through containerd), containerd and its shims, the forwarder and cluster services, then
+// the mounts, cgroups, bridge and sysctls; it checks that iptables is as it was and removes the state dir,
+// logging each thing removed. It is safe to call more than once.
+func (n *Node) Stop() error {
+	if n.stopped {
+		return nil
+	}
+	n.stopped = true
+	begin := time.Now()
+	report := func(s string) { n.opts.Logf("realnode: teardown: %s", s) }
+	var errs []error
+	if n.kubelet != nil {
+		errs = append(errs, n.kubelet.Stop(10*time.Second))
+		report(fmt.Sprintf("stopped kubelet (pid %d)", n.kubelet.Pid()))
+	}
+	if n.services != nil {
+		n.services.stop()
+	}
+	if n.forwarder != nil {
+		n.forwarder.stop()
+		report("closed the kubernetes Service forwarder on " + ServiceIP)
+	}
+	if n.kube != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.kube.CoreV1().Nodes().Delete(ctx, NodeName, metav1.DeleteOptions{})
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting Node %s: %w", NodeName, err))
+		}
+	}
+	if n.containerd != nil {
+		errs = append(errs, n.killContainers(report))
+		errs = append(errs, n.containerd.Stop(10*time.Second))
+		report(fmt.Sprintf("stopped containerd (pid %d)", n.containerd.Pid()))
+	}
+	errs = append(errs, tearDownState(n.l, report))
+	if n.iptables != "" || n.containerd != nil {
+		now, err := iptablesRules()
+		errs = append(errs, err)
+		if err == nil && now != n.iptables {
+			errs = append(errs, fmt.Errorf("iptables rules changed while the node ran:\nbefore:\n%s\nafter:\n%s", n.iptables, now))
+		}
+	}
+	n.opts.Logf("realnode: stopped in %s", time.Since(begin).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("realnode: teardown: %w", err)
+	}
+	return nil
+}
+
+// killContainers kills every task containerd runs for this node and deletes it, so the shims exit.
+func (n *Node) killContainers(report func(string)) error {
+	out, err := exec.Command("ctr", "--address", n.l.containerdSocket(), "--namespace", "k8s.io", "tasks", "list", "-q").Output()
+	if err != nil {
+		return nil // containerd is not answering: the shims are found by socket path below
+	}
+	var errs []error
+	for _, id := range strings.Fields(string(out)) {
+		_ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
+		if err := n.ctr("tasks", "delete", "--force", id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		report("killed container " + id)
+	}
+	return errors.Join(errs...)
+}
+
+// tearDownState removes what a node left on the host, whether it stopped in order or its test binary was
+// killed: its shims, mounts, the /kubepods cgroups, the bridge, the kubelet's sysctls, the shims' socket
+// dir if it appeared, and the state dir.
+func tearDownState(l layout, report func(string)) error {
+	var errs []error
+	for _, pid := range processesMentioning(l.containerdSocket()) {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			report(fmt.Sprintf("killed containerd shim (pid %d)", pid))
+		}
+	}
+	errs = append(errs, unmountAll(l.dir, report))
+	errs = append(errs, removeKubepodsCgroups(report))
+	errs = append(errs, deleteBridge(report))
+	errs = append(errs, restoreSysctls(l.sysctlsSaved(), report))
+	errs = append(errs, removeShimSocketDir(l, report))
+	if err := os.RemoveAll(l.dir); err != nil {
+		errs = append(errs, fmt.Errorf("removing the state dir %s: %w", l.dir, err))
+	} else {
+		report("removed " + l.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// shimSocketDir is where containerd 1.6's shims put their sockets whatever the configuration says.
+const shimSocketDir = "/run/containerd/s"
+
+// removeShimSocketDir removes the shims' socket dir when this node created it (the marker file saved at
+// start says it did not exist before) and it is empty of other sockets.
+func removeShimSocketDir(l layout, report func(string)) error {
+	if _, err := os.Stat(filepath.Join(l.dir, "created-run-containerd")); err != nil {
+		return nil
+	}
+	if err := os.RemoveAll("/run/containerd"); err != nil {
+		return fmt.Errorf("removing /run/containerd: %w", err)
+	}
+	report("removed /run/containerd (the shims' sockets)")
+	return nil
+}
+
+// SweepStale tears down the nodes whose test binary died before its teardown: state dirs under the state
+// root whose owner process is gone.
+func SweepStale(logf func(string, ...any)) error {
+	entries, err := os.ReadDir(stateRoot())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("realnode: reading %s: %w", stateRoot(), err)
+	}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(stateRoot(), e.Name())
+		pid := ownerPid(dir)
+		if pid == 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		logf("realnode: tearing down the node of dead process %d (%s)", pid, dir)
+		errs = append(errs, tearDownState(layout{dir: dir}, func(s string) { logf("realnode: sweep: %s", s) }))
+	}
+	return errors.Join(errs...)
+}
