@@ -114,7 +114,9 @@ func startClusterServices(kube kubernetes.Interface, caPEM []byte, report func(s
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &clusterServices{cancel: cancel}
 	unscheduled := cache.NewFilteredListWatchFromClient(kube.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String() })
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
+		})
 	_, binder := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: unscheduled, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
