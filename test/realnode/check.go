@@ -3,7 +3,6 @@ package realnode
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,14 +23,12 @@ type Host struct {
 	Mounts    string // /proc/self/mountinfo
 	LookPath  func(string) (string, error)
 	Stat      func(string) (os.FileInfo, error)
-	Interface func(string) (*net.Interface, error)
 }
 
 // ThisHost reads the running machine.
 func ThisHost() Host {
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	return Host{Uid: os.Getuid(), Mounts: string(mounts), LookPath: exec.LookPath, Stat: os.Stat,
-		Interface: net.InterfaceByName}
+	return Host{Uid: os.Getuid(), Mounts: string(mounts), LookPath: exec.LookPath, Stat: os.Stat}
 }
 
 // cgroupControllers the kubelet needs, in v1 hierarchies or in a v2 unified one.
@@ -45,9 +42,8 @@ var cniPlugins = []string{"bridge", "host-local", "loopback"}
 // CNIDir is where Debian's containernetworking-plugins puts the plugins.
 const CNIDir = "/usr/lib/cni"
 
-// Check says whether h can run a node: *HostUnfit for what no build fixes (no root, no cgroups, the
-// node's fixed bridge or address taken by someone else), a plain error for a missing package or
-// binary, with the command that installs or builds it.
+// Check says whether h can run a node: *HostUnfit for what no build fixes (no root, no cgroups), a plain
+// error for a missing package or binary, with the command that installs or builds it.
 func Check(h Host, binDir string) error {
 	var unfit []string
 	if h.Uid != 0 {

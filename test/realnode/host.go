@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // kubeletSysctls are the sysctls the kubelet sets at start; Start saves them and teardown restores them.
@@ -209,14 +210,23 @@ func cgroupRoots() []string {
 	return roots
 }
 
-// removeKubepodsCgroups removes the kubelet's /kubepods tree (empty by now) from every hierarchy.
+// removeKubepodsCgroups removes the kubelet's /kubepods tree from every hierarchy, first killing any
+// process left in it (containers whose shim a sweep killed) and waiting for them to exit.
 func removeKubepodsCgroups(report func(string)) error {
-	var errs []error
+	var tops []string
 	for _, root := range cgroupRoots() {
-		top := filepath.Join(root, "kubepods")
-		if _, err := os.Stat(top); err != nil {
-			continue
+		if top := filepath.Join(root, "kubepods"); isDir(top) {
+			tops = append(tops, top)
 		}
+	}
+	if len(tops) == 0 {
+		return nil
+	}
+	if err := killCgroupProcs(tops, report); err != nil {
+		return err
+	}
+	var errs []error
+	for _, top := range tops {
 		var dirs []string
 		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -226,7 +236,6 @@ func removeKubepodsCgroups(report func(string)) error {
 		})
 		sort.SliceStable(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 		for _, d := range dirs {
-			killCgroupProcs(d, report)
 			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
 			}
@@ -236,15 +245,56 @@ func removeKubepodsCgroups(report func(string)) error {
 	return errors.Join(errs...)
 }
 
-// killCgroupProcs kills the processes left in a pod cgroup (containers whose shim was killed by a sweep).
-func killCgroupProcs(dir string, report func(string)) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
+func isDir(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && info.IsDir()
+}
+
+// cgroupProcs lists the pids in every cgroup below the tops, each once.
+func cgroupProcs(tops []string) []int {
+	seen := map[int]bool{}
+	var pids []int
+	for _, top := range tops {
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 && !seen[pid] {
+					seen[pid] = true
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
 	}
-	for _, f := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			report(fmt.Sprintf("killed container process %d left in %s", pid, dir))
+	return pids
+}
+
+// killCgroupProcs kills the processes left below tops and waits (up to 10 s) until the cgroups are empty.
+func killCgroupProcs(tops []string, report func(string)) error {
+	pids := cgroupProcs(tops)
+	for _, pid := range pids {
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			report(fmt.Sprintf("killed container process %d left in /kubepods", pid))
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		left := cgroupProcs(tops)
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return fmt.Errorf("processes %v still in /kubepods 10s after SIGKILL", left)
 		}
 	}
 }

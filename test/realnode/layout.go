@@ -49,6 +49,7 @@ func (l layout) kubeletConfig() string    { return filepath.Join(l.dir, "kubelet
 func (l layout) podLogs() string          { return filepath.Join(l.dir, "pod-logs") }
 func (l layout) sysctlsSaved() string     { return filepath.Join(l.dir, "sysctls") }
 func (l layout) iptablesSaved() string    { return filepath.Join(l.dir, "iptables-save") }
+func (l layout) createdHostDirs() string  { return filepath.Join(l.dir, "created-host-dirs") }
 func (l layout) log(name string) string   { return filepath.Join(l.dir, name+".log") }
 
 // ownerPid is the pid in a state dir's name node-<pid>-<random>; 0 when the name is not one.

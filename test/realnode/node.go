@@ -66,6 +66,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if bridgeExists() {
 		return nil, fmt.Errorf("realnode: bridge %s exists and no stale node owns it: another node runs on this machine", BridgeName)
 	}
+	// No node runs (no bridge), so a /kubepods tree is a leftover of one whose teardown did not finish.
+	if err := removeKubepodsCgroups(func(s string) { opts.Logf("realnode: sweep: %s", s) }); err != nil {
+		return nil, fmt.Errorf("realnode: removing a stale /kubepods: %w", err)
+	}
 	if err := os.MkdirAll(stateRoot(), 0o700); err != nil {
 		return nil, fmt.Errorf("realnode: creating %s: %w", stateRoot(), err)
 	}
@@ -102,10 +106,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err = writeConfigs(n.l); err != nil {
 		return n, err
 	}
-	if _, statErr := os.Stat("/run/containerd"); errors.Is(statErr, os.ErrNotExist) {
-		if err = os.WriteFile(filepath.Join(dir, "created-run-containerd"), nil, 0o600); err != nil {
-			return n, fmt.Errorf("marking /run/containerd as ours: %w", err)
-		}
+	if err = recordHostDirsToCreate(n.l); err != nil {
+		return n, err
 	}
 	if err = n.startContainerd(ctx); err != nil {
 		return n, err
@@ -238,6 +240,11 @@ func (n *Node) Stop() error {
 		report(fmt.Sprintf("stopped containerd (pid %d)", n.containerd.Pid()))
 	}
 	errs = append(errs, tearDownState(n.l, report))
+	if left := leftovers(n.l); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("left on the host after teardown: %s", strings.Join(left, "; ")))
+	} else {
+		report("checked: no process, mount, cgroup, bridge or state dir of the node is left")
+	}
 	if n.iptables != "" || n.containerd != nil {
 		now, err := iptablesRules()
 		errs = append(errs, err)
@@ -262,7 +269,9 @@ func (n *Node) killContainers(report func(string)) error {
 	for _, id := range strings.Fields(string(out)) {
 		_ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
 		if err := n.ctr("tasks", "delete", "--force", id); err != nil {
-			errs = append(errs, err)
+			if !strings.Contains(err.Error(), "not found") { // gone with its sandbox's
+				errs = append(errs, err)
+			}
 			continue
 		}
 		report("killed container " + id)
@@ -284,7 +293,11 @@ func tearDownState(l layout, report func(string)) error {
 	errs = append(errs, removeKubepodsCgroups(report))
 	errs = append(errs, deleteBridge(report))
 	errs = append(errs, restoreSysctls(l.sysctlsSaved(), report))
-	errs = append(errs, removeShimSocketDir(l, report))
+	errs = append(errs, removeCreatedHostDirs(l, report))
+	if err := errors.Join(errs...); err != nil {
+		report("kept " + l.dir + " so that the next run's sweep retries")
+		return err
+	}
 	if err := os.RemoveAll(l.dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing the state dir %s: %w", l.dir, err))
 	} else {
@@ -293,20 +306,86 @@ func tearDownState(l layout, report func(string)) error {
 	return errors.Join(errs...)
 }
 
-// shimSocketDir is where containerd 1.6's shims put their sockets whatever the configuration says.
-const shimSocketDir = "/run/containerd/s"
+// hostDirs are the host paths the node's programs create whatever their configuration says: the
+// shims' sockets (containerd 1.6), libcni's result cache, the kubelet's device-plugin dir and its
+// /var/log/containers links.
+var hostDirs = []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"}
 
-// removeShimSocketDir removes the shims' socket dir when this node created it (the marker file saved at
-// start says it did not exist before) and it is empty of other sockets.
-func removeShimSocketDir(l layout, report func(string)) error {
-	if _, err := os.Stat(filepath.Join(l.dir, "created-run-containerd")); err != nil {
-		return nil
+// recordHostDirsToCreate writes which of hostDirs do not exist yet: teardown removes exactly those.
+func recordHostDirsToCreate(l layout) error {
+	var missing []string
+	for _, d := range hostDirs {
+		if _, err := os.Lstat(d); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, d)
+		}
 	}
-	if err := os.RemoveAll("/run/containerd"); err != nil {
-		return fmt.Errorf("removing /run/containerd: %w", err)
+	if err := os.WriteFile(l.createdHostDirs(), []byte(strings.Join(missing, "\n")), 0o600); err != nil {
+		return fmt.Errorf("recording the host dirs the node will create: %w", err)
 	}
-	report("removed /run/containerd (the shims' sockets)")
 	return nil
+}
+
+// removeCreatedHostDirs removes the host dirs that did not exist before the node started; of those that
+// did, it removes only /var/log/containers links into the node's state dir.
+func removeCreatedHostDirs(l layout, report func(string)) error {
+	data, err := os.ReadFile(l.createdHostDirs())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the host dirs the node created: %w", err)
+	}
+	created := map[string]bool{}
+	for _, d := range strings.Fields(string(data)) {
+		created[d] = true
+	}
+	var errs []error
+	for _, d := range hostDirs {
+		if !created[d] {
+			continue
+		}
+		if _, err := os.Lstat(d); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
+			continue
+		}
+		report("removed " + d)
+	}
+	if !created["/var/log/containers"] {
+		links, _ := filepath.Glob("/var/log/containers/*")
+		for _, link := range links {
+			if target, err := os.Readlink(link); err == nil && strings.HasPrefix(target, l.dir+"/") {
+				if err := os.Remove(link); err != nil {
+					errs = append(errs, fmt.Errorf("removing %s: %w", link, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leftovers lists what of the node is still on the host.
+func leftovers(l layout) []string {
+	var left []string
+	if bridgeExists() {
+		left = append(left, "bridge "+BridgeName)
+	}
+	for _, pid := range processesMentioning(l.dir) {
+		left = append(left, fmt.Sprintf("process %d", pid))
+	}
+	if mountinfo, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, mp := range mountsUnder(string(mountinfo), l.dir) {
+			left = append(left, "mount "+mp)
+		}
+	}
+	for _, root := range cgroupRoots() {
+		if top := filepath.Join(root, "kubepods"); isDir(top) {
+			left = append(left, "cgroup "+top)
+		}
+	}
+	if _, err := os.Stat(l.dir); err == nil {
+		left = append(left, "state dir "+l.dir)
+	}
+	return left
 }
 
 // SweepStale tears down the nodes whose test binary died before its teardown: state dirs under the state
