@@ -19,10 +19,10 @@ func (e *HostUnfit) Error() string {
 
 // Host is what the precondition check reads from the machine; tests give their own.
 type Host struct {
-	Uid       int
-	Mounts    string // /proc/self/mountinfo
-	LookPath  func(string) (string, error)
-	Stat      func(string) (os.FileInfo, error)
+	Uid      int
+	Mounts   string // /proc/self/mountinfo
+	LookPath func(string) (string, error)
+	Stat     func(string) (os.FileInfo, error)
 }
 
 // ThisHost reads the running machine.
