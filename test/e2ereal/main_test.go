@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -55,7 +56,8 @@ func runWithNode(m *testing.M) int {
 		logf("FAIL: starting the control plane: %v", err)
 		return 1
 	}
-	node, err = realnode.Start(ctx, realnode.Options{BinDir: binDir, Config: cp.Config(), Kubeconfig: cp.Kubeconfig, Logf: logf})
+	node, err = realnode.Start(ctx, realnode.Options{BinDir: binDir, Config: cp.Config(), Kubeconfig: cp.Kubeconfig, Logf: logf,
+		BindNamespace: func(ns string) bool { return !strings.HasPrefix(ns, simPrefix+"-") }})
 	if err != nil {
 		logf("FAIL: %v", err)
 		_ = cp.Stop()

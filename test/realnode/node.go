@@ -31,6 +31,9 @@ type Options struct {
 	Kubeconfig string
 	// ReadyTimeout bounds each wait of the start (containerd's socket, the Node Ready). Default 90s.
 	ReadyTimeout time.Duration
+	// BindNamespace says whether the binder puts a namespace's unscheduled pods on this node (nil: every
+	// namespace); a test that runs the simulated node beside it keeps the simulator's namespaces to it.
+	BindNamespace func(namespace string) bool
 	// Logf receives progress and, at Stop, every thing removed from the host. Default: discard.
 	Logf func(format string, args ...any)
 }
@@ -125,7 +128,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if n.forwarder, err = startForwarder(apiserver.Host); err != nil {
 		return n, err
 	}
-	n.services = startClusterServices(n.kube, opts.Config.CAData, func(msg string) { opts.Logf("%s", msg) })
+	n.services = startClusterServices(n.kube, opts.Config.CAData, opts.BindNamespace, func(msg string) { opts.Logf("%s", msg) })
 	if err = n.startKubelet(ctx); err != nil {
 		return n, err
 	}

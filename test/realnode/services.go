@@ -110,7 +110,7 @@ type clusterServices struct {
 	wg     sync.WaitGroup
 }
 
-func startClusterServices(kube kubernetes.Interface, caPEM []byte, report func(string)) *clusterServices {
+func startClusterServices(kube kubernetes.Interface, caPEM []byte, bindNamespace func(string) bool, report func(string)) *clusterServices {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &clusterServices{cancel: cancel}
 	unscheduled := cache.NewFilteredListWatchFromClient(kube.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
@@ -120,7 +120,7 @@ func startClusterServices(kube kubernetes.Interface, caPEM []byte, report func(s
 	_, binder := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: unscheduled, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := obj.(*corev1.Pod); ok && (bindNamespace == nil || bindNamespace(pod.Namespace)) {
 				if err := bind(ctx, kube, pod); err != nil {
 					report(err.Error())
 				}
