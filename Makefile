@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools test compat lint vet fmt-check build demo up generate bench chaos
+.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check build demo up generate bench chaos
 
 all: build
 
@@ -17,6 +17,18 @@ tools:
 ## module proxy (cold ~10 min on 2 cores; a no-op when current).
 argo-tools:
 	hack/tools/build.sh argo
+
+## node-tools: build the real node's pieces into bin/ (apt's containerd, runc, CNI plugins, busybox-static;
+## kubelet, argoexec v3.7.9 and the node's image tarballs; cold ~5 min with a warm module cache, a no-op when current)
+node-tools:
+	hack/tools/build.sh node
+
+## e2e-real: run workflows with the wfguard controller on a real node (kubelet + containerd + runc + argo's own
+## argoexec) against the embedded control plane; needs root and cgroups (skips saying why without them) and
+## removes everything it set up on the host, also on failure and Ctrl-C. Not part of make test.
+E2E_REAL_FLAGS ?= -count=1 -timeout=20m
+e2e-real: tools node-tools
+	$(GO) test -tags realnode $(E2E_REAL_FLAGS) -v ./test/e2ereal/
 
 ## test: unit + integration tests on a real control plane, and a subset of argo's examples under both stock
 ## argo and wfguard (builds the tools if missing or stale)

@@ -8,6 +8,10 @@
 #   hack/tools/build.sh argo   stock Argo's workflow-controller, the oracle of issue #16 (module
 #                              hack/tools/argo, with argo's own dependency versions; make argo-tools,
 #                              cold ~10 min on 2 cores; not part of make tools or make test)
+#   hack/tools/build.sh node   the real node of issue #18 (make e2e-real): apt's containerd, runc, CNI
+#                              plugins and busybox-static; kubelet (the control plane's
+#                              flags; module hack/tools/node); argoexec (module hack/tools/argoexec); the images as local tarballs
+#                              (module hack/tools/nodeimages); cold ~12 min on 2 cores
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tools="$root/hack/tools"
@@ -33,14 +37,63 @@ build() { # module-dir stamp ldflags name package [env...]
   echo "tools: built $name in $((SECONDS - start))s"
 }
 
+k8s_version=v1.37.2
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitVersion=${k8s_version} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
+
+argo_mod=github.com/argoproj/argo-workflows/v3
+argo_version() { # go.mod
+  awk -v m="$argo_mod" '$1 == m {print $2; exit}' "$1"
+}
+argo_ldflags() { # version
+  echo "-s -w -X $argo_mod.version=$1 -X $argo_mod.gitTag=$1 -X $argo_mod.gitTreeState=clean -extldflags -static"
+}
+
+# restore_argo_module copies argo's module (read-only in the module cache, and its zip lacks the symlink
+# workflow/executor/osspecific/signal_linux.go -> signal_darwin.go) to hack/tools/argoexec/argo-workflows
+# and restores that file as a copy, so that argoexec builds on linux.
+restore_argo_module() {
+  local version src dst=$tools/argoexec/argo-workflows
+  version=$(argo_version "$root/go.mod")
+  if [[ "$(argo_version "$tools/argoexec/go.mod")" != "$version" ]]; then
+    echo "tools: $argo_mod is $version in go.mod but $(argo_version "$tools/argoexec/go.mod") in hack/tools/argoexec/go.mod" >&2
+    exit 1
+  fi
+  if [[ -f "$dst/.version" && "$(cat "$dst/.version")" == "$version" ]]; then
+    return
+  fi
+  src=$(cd "$tools/argo" && go mod download -json "$argo_mod@$version" | awk -F'"' '$2 == "Dir" {print $4}')
+  rm -rf "$dst"
+  cp -r "$src" "$dst"
+  chmod -R u+w "$dst"
+  cp "$dst/workflow/executor/osspecific/signal_darwin.go" "$dst/workflow/executor/osspecific/signal_linux.go"
+  echo "$version" >"$dst/.version"
+  echo "tools: copied $argo_mod@$version to $dst with signal_linux.go restored"
+}
+# The node's packages from Debian: only their binaries are used (no service is enabled or started).
+install_node_packages() {
+  local missing=()
+  for p in containerd runc containernetworking-plugins busybox-static; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})) && ((EUID != 0)); then
+    echo "tools: not root, so not installing ${missing[*]}: make e2e-real will skip (a node needs root)"
+  elif ((${#missing[@]})); then
+    echo "tools: installing ${missing[*]} from apt"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+# Image names the node's pods use (test/realnode knows them too).
+node_pause_ref=registry.k8s.io/pause:3.10
+node_busybox_ref=docker.io/library/busybox:1.35
+argo_ldflags=$(argo_ldflags "$(argo_version "$root/go.mod")")
+
 case "${1:-}" in
 "")
   stamp=$(stamp_of "$tools")
-  k8s_version=v1.37.2
-  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitVersion=${k8s_version} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
-  build "$tools" "$stamp" "$ldflags" etcd go.etcd.io/etcd/server/v3
-  build "$tools" "$stamp" "$ldflags" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-  build "$tools" "$stamp" "$ldflags" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  build "$tools" "$stamp" "$k8s_ldflags" etcd go.etcd.io/etcd/server/v3
+  build "$tools" "$stamp" "$k8s_ldflags" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+  build "$tools" "$stamp" "$k8s_ldflags" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
   ;;
 argo)
   # The oracle must be the argo the product is written against: same version in both go.mod files.
@@ -63,8 +116,32 @@ argo)
   client_stamp=$(cat <(echo "$stamp") "$tools/argo/argoclient/main.go" | sha256sum | cut -c1-16)
   build "$tools/argo" "$client_stamp" "$ldflags" argo-client ./argoclient CGO_ENABLED=0
   ;;
+node)
+  install_node_packages
+  # kubelet: module hack/tools/node, the control plane's k8s.io/kubernetes, versions, flags and replace block.
+  build "$tools/node" "$(stamp_of "$tools/node")" "$k8s_ldflags" kubelet k8s.io/kubernetes/cmd/kubelet
+  restore_argo_module
+  build "$tools/argoexec" "$(stamp_of "$tools/argoexec")" "$argo_ldflags" argoexec \
+    github.com/argoproj/argo-workflows/v3/cmd/argoexec CGO_ENABLED=0
+  images=$tools/nodeimages
+  images_stamp=$(cat <(stamp_of "$images") "$images"/*.go "$images"/pause/*.go "$bin/argoexec.stamp" /bin/busybox |
+    sha256sum | cut -c1-16)
+  build "$images" "$images_stamp" "-s -w" node-pause ./pause CGO_ENABLED=0
+  build "$images" "$images_stamp" "-s -w" nodeimages . CGO_ENABLED=0
+  if [[ "$(cat "$bin/node-images/stamp" 2>/dev/null)" != "$images_stamp" ]]; then
+    rm -rf "$bin/node-images"
+    mkdir -p "$bin/node-images"
+    "$bin/nodeimages" -out "$bin/node-images" -pause "$bin/node-pause" -argoexec "$bin/argoexec" -busybox /bin/busybox \
+      -pause-ref "$node_pause_ref" -argoexec-ref "quay.io/argoproj/argoexec:$(argo_version "$root/go.mod")" \
+      -busybox-ref "$node_busybox_ref"
+    echo "$images_stamp" >"$bin/node-images/stamp"
+    echo "tools: wrote the node's images to $bin/node-images"
+  else
+    echo "tools: node images are current ($images_stamp)"
+  fi
+  ;;
 *)
-  echo "usage: $0 [argo]" >&2
+  echo "usage: $0 [argo|node]" >&2
   exit 2
   ;;
 esac

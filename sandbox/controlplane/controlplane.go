@@ -36,6 +36,8 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Logf receives start-up and shutdown progress (e.g. t.Logf). Default: discard.
 	Logf func(format string, args ...any)
+	// ExtraAPIServerArgs are appended to kube-apiserver's flags (test/realnode: how to reach its kubelet).
+	ExtraAPIServerArgs []string
 }
 
 // ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1.
@@ -172,7 +174,7 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 	}
 	apiPort := ports[2]
 	certDir := filepath.Join(dir, "certs")
-	cp.apiserver, err = StartProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), []string{
+	cp.apiserver, err = StartProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), append([]string{
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
 		"--etcd-servers=" + etcdURL, "--cert-dir=" + certDir,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -181,7 +183,7 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"), "--anonymous-auth=false",
 		"--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
-	}, nil)
+	}, opts.ExtraAPIServerArgs...), nil)
 	if err != nil {
 		return cp, err
 	}
