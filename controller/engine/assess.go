@@ -127,6 +127,12 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		return
 	}
 	n.HostNodeName = pod.Spec.NodeName
+	if stoppingDaemon(n) && taskresult.PodEnded(pod) {
+		// The exit code of a daemon the controller stopped is the kill's (143), not the template's: argo
+		// ends the node before the pod exits and never records one.
+		assessStoppedDaemon(p, n, pod, &before)
+		return
+	}
 	if code := mainExitCode(pod); code != "" {
 		if n.Outputs == nil {
 			n.Outputs = &wfv1.Outputs{}
@@ -134,10 +140,6 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		n.Outputs.ExitCode = &code
 	}
 	synced := n.TaskResultSynced == nil || *n.TaskResultSynced
-	if stoppingDaemon(n) && taskresult.PodEnded(pod) {
-		assessStoppedDaemon(p, n, pod, &before)
-		return
-	}
 	switch pod.Status.Phase {
 	case corev1.PodPending, "":
 		n.Phase = wfv1.NodePending

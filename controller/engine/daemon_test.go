@@ -177,6 +177,9 @@ func TestADaemonServesItsSuccessorsAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 			if s.Phase != wfv1.NodeSucceeded || s.Daemoned != nil || wf.Status.Phase != wfv1.WorkflowSucceeded {
 				return "want server Succeeded (not daemoned) and workflow Succeeded, got " + string(s.Phase) + " " + string(wf.Status.Phase)
 			}
+			if s.Outputs != nil && s.Outputs.ExitCode != nil {
+				return "the stopped daemon took the kill's exit code " + *s.Outputs.ExitCode + "; argo records none"
+			}
 			return ""
 		}},
 	})
