@@ -50,7 +50,9 @@ func exerciseEvents(m *Metrics) {
 // answer is a transport that answers every request with code.
 type answer int
 
-func (a answer) RoundTrip(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: int(a)}, nil }
+func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: int(a)}, nil
+}
 
 func templateWorkflow(phase wfv1.WorkflowPhase) *wfv1.Workflow {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -244,7 +244,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		PassDeadline:         f.passDeadline,
 		MaxWorkflowSize:      f.maxWorkflowSize,
 		Logger:               log, Registry: registry,
-		ArgoMetrics:          argoMetrics,
+		ArgoMetrics: argoMetrics,
 	}
 	faults.apply(&opts)
 	ctrl, err := controller.New(config, opts)
