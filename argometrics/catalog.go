@@ -67,3 +67,19 @@ var Catalog = []Entry{
 	{Name: "argo_workflows_workflowtemplate_runtime", Type: Histogram, Labels: []string{"name", "namespace", "cluster_scope"}, Served: true, Presence: OnEvent},
 	{Name: "argo_workflows_workflowtemplate_triggered_total", Type: Counter, Labels: []string{"name", "namespace", "cluster_scope", "phase"}, Served: true, Presence: OnEvent},
 }
+
+// ExposedNames are the names of every series family the served metrics put on /metrics, a histogram's
+// _bucket, _sum and _count included: names nothing else may register.
+func ExposedNames() []string {
+	var names []string
+	for _, e := range Catalog {
+		if !e.Served {
+			continue
+		}
+		names = append(names, e.Name)
+		if e.Type == Histogram {
+			names = append(names, e.Name+"_bucket", e.Name+"_sum", e.Name+"_count")
+		}
+	}
+	return names
+}

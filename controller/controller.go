@@ -254,6 +254,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
 		return nil, err
 	}
+	if opts.ArgoMetrics != nil {
+		c.custom.Reserve(argometrics.ExposedNames()...)
+	}
 	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
