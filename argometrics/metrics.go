@@ -13,7 +13,6 @@ const (
 	causeOperationPanic   = "OperationPanic"
 	causeCronSubmission   = "CronWorkflowSubmissionError"
 	causeCronSpec         = "CronWorkflowSpecError"
-	queueWorkflow         = "workflow_queue" // argo's name of the workflow queue
 	prefix                = "argo_workflows_"
 	levelInfo, levelWarn  = "info", "warning" // logrus' level names, as argo's log counter has them
 	levelError            = "error"

@@ -7,7 +7,7 @@ import (
 
 // WorkflowQueue is the name argo gives its workflow queue (the queue_name and worker_type label value);
 // the controller names its queue so.
-const WorkflowQueue = queueWorkflow
+const WorkflowQueue = "workflow_queue"
 
 // queueMetrics are argo's queue_* and workers_busy_count metrics, fed by client-go's workqueue.
 type queueMetrics struct {
