@@ -39,8 +39,7 @@ type Entry struct {
 var Catalog = []Entry{
 	{Name: "argo_workflows_cronworkflows_concurrencypolicy_triggered", Type: Counter, Labels: []string{"name", "namespace", "concurrency_policy"}, Served: true, Presence: OnEvent},
 	{Name: "argo_workflows_cronworkflows_triggered_total", Type: Counter, Labels: []string{"name", "namespace"}, Served: true, Presence: OnEvent},
-	{Name: "argo_workflows_deprecated_feature", Type: Counter, Labels: []string{"feature", "namespace"},
-		Reason: "wfguard refuses or ignores argo's deprecated fields rather than counting their use"},
+	{Name: "argo_workflows_deprecated_feature", Type: Counter, Labels: []string{"feature", "namespace"}, Served: true, Presence: OnEvent},
 	{Name: "argo_workflows_error_count", Type: Counter, Labels: []string{"cause"}, Served: true, Presence: Always},
 	{Name: "argo_workflows_gauge", Type: Gauge, Labels: []string{"status"}, Served: true, Presence: Always},
 	{Name: "argo_workflows_is_leader", Type: Gauge, Served: true, Presence: Always},

@@ -47,6 +47,7 @@ type Metrics struct {
 	cronPolicy       *prometheus.CounterVec
 	cronTriggered    *prometheus.CounterVec
 	errors           *prometheus.CounterVec
+	deprecated       *prometheus.CounterVec
 	leader           prometheus.Gauge
 	requestDuration  *prometheus.HistogramVec
 	requests         *prometheus.CounterVec
@@ -70,7 +71,8 @@ func New(reg prometheus.Registerer, build BuildInfo) (*Metrics, error) {
 			"name", "namespace", "concurrency_policy"),
 		cronTriggered: counterVec("cronworkflows_triggered_total",
 			"A counter of the total number of times a CronWorkflow has been triggered.", "name", "namespace"),
-		errors: counterVec("error_count", "A counter of certain errors incurred by the controller by cause.", "cause"),
+		errors:     counterVec("error_count", "A counter of certain errors incurred by the controller by cause.", "cause"),
+		deprecated: counterVec("deprecated_feature", "Incidents of deprecated feature being used.", "feature", "namespace"),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: prefix + "is_leader",
 			Help: "Emits 1 if leader, 0 otherwise. Always 1 if leader election is disabled."}),
 		requestDuration: histogramVec("k8s_request_duration", "A histogram recording the API requests sent to the Kubernetes API.",
@@ -102,7 +104,7 @@ func New(reg prometheus.Registerer, build BuildInfo) (*Metrics, error) {
 	for _, l := range logLevels {
 		m.logs.WithLabelValues(l)
 	}
-	for _, c := range append(m.queue.collectors(), m.cronPolicy, m.cronTriggered, m.errors, m.leader, m.requestDuration,
+	for _, c := range append(m.queue.collectors(), m.cronPolicy, m.cronTriggered, m.errors, m.deprecated, m.leader, m.requestDuration,
 		m.requests, m.logs, m.operations, m.podMissing, m.podPending, m.podsEntered, m.workflowsEntered, m.templateRuns,
 		m.templateRuntime, version, m.phases) {
 		if err := reg.Register(c); err != nil {

@@ -40,6 +40,7 @@ func exerciseEvents(m *Metrics) {
 	m.PodNodeChanged("ns", NodeState{Phase: wfv1.NodeRunning}, NodeState{Phase: wfv1.NodeError, Message: PodDeletedMessage})
 	m.PodNodeChanged("ns", NodeState{}, NodeState{Phase: wfv1.NodePending, Message: "Unschedulable: 0/1 nodes"})
 	m.WorkflowEntered(templateWorkflow(wfv1.WorkflowSucceeded), wfv1.WorkflowRunning)
+	m.CronScheduleDeprecated("ns")
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: WorkflowQueue, MetricsProvider: m.QueueMetrics()})
 	q.ShutDown()
@@ -147,6 +148,22 @@ argo_workflows_workflowtemplate_triggered_total{cluster_scope="false",name="tmpl
 		{"a completed workflowTemplateRef workflow records its runtime from start to finish",
 			func(m *Metrics) { m.WorkflowEntered(templateWorkflow(wfv1.WorkflowFailed), wfv1.WorkflowRunning) }, "argo_workflows_workflowtemplate_runtime_sum",
 			`argo_workflows_workflowtemplate_runtime_sum{cluster_scope="false",name="tmpl",namespace="ns"} 42`},
+		{"a new workflow's singular mutex and semaphore count as argo's deprecated features, each use once",
+			func(m *Metrics) {
+				wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: wfv1.WorkflowSpec{
+					Synchronization: &wfv1.Synchronization{Mutex: &wfv1.Mutex{Name: "m"}},
+					Templates: []wfv1.Template{{Name: "a", Synchronization: &wfv1.Synchronization{Mutex: &wfv1.Mutex{Name: "n"},
+						Semaphore: &wfv1.SemaphoreRef{}}}, {Name: "b", Synchronization: &wfv1.Synchronization{Mutexes: []*wfv1.Mutex{{Name: "new"}}}}},
+				}, Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning}}
+				m.WorkflowEntered(wf, "")
+				wf.Status.Phase = wfv1.WorkflowSucceeded
+				m.WorkflowEntered(wf, wfv1.WorkflowRunning)
+			}, "argo_workflows_deprecated_feature",
+			`argo_workflows_deprecated_feature{feature="synchronization mutex",namespace="ns"} 2
+argo_workflows_deprecated_feature{feature="synchronization semaphore",namespace="ns"} 1`},
+		{"a CronWorkflow's singular schedule counts as a deprecated feature",
+			func(m *Metrics) { m.CronScheduleDeprecated("ns") }, "argo_workflows_deprecated_feature",
+			`argo_workflows_deprecated_feature{feature="cronworkflow schedule",namespace="ns"} 1`},
 		{"a pod node going Pending to Running counts Running",
 			func(m *Metrics) {
 				m.PodNodeChanged("ns", NodeState{Phase: wfv1.NodePending}, NodeState{Phase: wfv1.NodeRunning})

@@ -12,10 +12,14 @@ const phaseNew = "New"
 
 // WorkflowEntered counts a workflow whose persisted phase is now wf.Status.Phase, having been from
 // (total_count; with a workflowTemplateRef also workflowtemplate_triggered_total, and at completion
-// workflowtemplate_runtime). from is "" for a new workflow.
+// workflowtemplate_runtime). from is "" for a new workflow, whose deprecated fields are counted then
+// (deprecated_feature).
 func (m *Metrics) WorkflowEntered(wf *wfv1.Workflow, from wfv1.WorkflowPhase) {
 	phase := metricPhase(wf.Status.Phase)
 	m.workflowsEntered.WithLabelValues(phase, wf.Namespace).Inc()
+	if from == "" {
+		m.countDeprecatedSync(wf)
+	}
 	ref := wf.Spec.WorkflowTemplateRef
 	if ref == nil {
 		return
