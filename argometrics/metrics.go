@@ -184,3 +184,31 @@ func collectCounts(ch chan<- prometheus.Metric, desc *prometheus.Desc, phases []
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(got[phase]), phase)
 	}
 }
+
+// queueMetrics are argo's queue_* and workers_busy_count metrics, fed by client-go's workqueue.
+type queueMetrics struct {
+	depth, unfinished, longest, busy *prometheus.GaugeVec
+	adds, retries                    *prometheus.CounterVec
+	latency, duration                *prometheus.HistogramVec
+}
+
+func newQueueMetrics() *queueMetrics {
+	gauge := func(name, help, label string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, []string{label})
+	}
+	return &queueMetrics{
+		depth:      gauge("queue_depth_gauge", "A gauge of the current depth of the queues.", "queue_name"),
+		unfinished: gauge("queue_unfinished_work", "A gauge of the number of queue items that have not been processed yet.", "queue_name"),
+		longest: gauge("queue_longest_running",
+			"A gauge of the number of seconds that this queue's longest running processor has been running for.", "queue_name"),
+		busy:     gauge("workers_busy_count", "A gauge of queue workers that are busy.", "worker_type"),
+		adds:     counterVec("queue_adds_count", "A counter of additions to the work queues inside the controller.", "queue_name"),
+		retries:  counterVec("queue_retries", "A counter of the number of times a message has been retried in the queue.", "queue_name"),
+		latency:  histogramVec("queue_latency", "A histogram of the time events in the queues are taking before they are processed.", queueLatencyBuckets, "queue_name"),
+		duration: histogramVec("queue_duration", "A histogram of the time events in the queues are taking to be processed.", requestBuckets, "queue_name"),
+	}
+}
+
+func (q *queueMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{q.depth, q.unfinished, q.longest, q.busy, q.adds, q.retries, q.latency, q.duration}
+}
