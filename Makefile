@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check build demo up generate bench chaos
+.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check build demo up generate bench chaos image
 
 all: build
 
@@ -34,6 +34,7 @@ e2e-real: tools node-tools
 ## argo and wfguard (builds the tools if missing or stale)
 test: tools argo-tools
 	$(GO) test $(TEST_FLAGS) ./...
+	cd hack/image && $(GO) test $(TEST_FLAGS) ./...
 
 ## compat: run all of argo's examples under stock argo and under wfguard and compare them (~15 min); prints a
 ## table, writes compat/results/latest.json. CASES=a,b runs some; CORPUS=examples|own|all (default all: argo's
@@ -44,6 +45,22 @@ MIN_SAME ?= 0
 compat: tools argo-tools
 	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
 		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME) -compat.corpus=$(or $(CORPUS),all)
+
+## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar:
+## a static linux binary, user 65532, no shell. IMAGE names it; IMAGE_ARCH picks the architecture; IMAGE_DIR the folder. Load it with
+## `docker load -i`, `ctr -n k8s.io images import` or `kind load image-archive` (docs/install.md).
+VERSION    ?= latest
+IMAGE      ?= ghcr.io/wfguard/wfguard:$(VERSION)
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_DIR  ?= $(CURDIR)/bin
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath \
+		-ldflags "-s -w -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT)" \
+		-o $(IMAGE_DIR)/wfguard-linux-$(IMAGE_ARCH) ./cmd/wfguard
+	cd hack/image && SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+		$(GO) run . --binary $(IMAGE_DIR)/wfguard-linux-$(IMAGE_ARCH) --out $(IMAGE_DIR)/wfguard-image.tar \
+		--image $(IMAGE) --arch $(IMAGE_ARCH)
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
 demo: tools
@@ -81,6 +98,7 @@ lint: vet fmt-check
 
 vet:
 	$(GO) vet ./...
+	cd hack/image && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \

@@ -32,6 +32,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
@@ -101,6 +102,8 @@ type Options struct {
 	PassDeadline time.Duration
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
+	// ArgoMetrics, when set, hears what argo's own metric names report (argometrics); nil reports nothing.
+	ArgoMetrics ArgoMetrics
 }
 
 // Hooks are called around each reconcile of a key.
@@ -221,7 +224,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay.
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "workflows", Clock: opts.Clock})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: argometrics.WorkflowQueue, Clock: opts.Clock, MetricsProvider: queueMetrics(opts.ArgoMetrics)})
 	if c.inf, err = c.newInformers(); err != nil {
 		return nil, err
 	}
@@ -256,6 +259,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
 		return nil, err
+	}
+	if opts.ArgoMetrics != nil {
+		c.custom.Reserve(argometrics.ExposedNames()...)
 	}
 	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
 	if err != nil {
@@ -409,6 +415,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if am := c.opts.ArgoMetrics; am != nil {
+		am.WorkerBusy(argometrics.WorkflowQueue)
+		defer am.WorkerFree(argometrics.WorkflowQueue)
+	}
 	if c.crashed.Load() {
 		return false // a shut-down queue still hands out what it holds; a dead process takes nothing
 	}
@@ -439,6 +449,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		h(key)
 	}
 	c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds())
+	if am := c.opts.ArgoMetrics; am != nil {
+		am.OperationDone(c.clock.Since(start))
+	}
 	switch {
 	case errors.Is(err, errPassDeadline):
 		c.metrics.reconciles.WithLabelValues(resultDeadline).Inc()

@@ -64,6 +64,9 @@ var errPassDeadline = errors.New("the pass exceeded its deadline and was abandon
 // workflow now records the panic; if not, the caller requeues the key with backoff.
 func (c *Controller) handlePanic(ctx context.Context, key string, p *panicked) bool {
 	c.metrics.reconciles.WithLabelValues(resultPanic).Inc()
+	if am := c.opts.ArgoMetrics; am != nil {
+		am.OperationPanicked()
+	}
 	msg := fmt.Sprintf("the controller panicked reconciling this workflow: %v", p.value)
 	if len(msg) > maxPanicMessage {
 		// The whole value is in the log; a huge one must not make the Error write itself fail.

@@ -38,6 +38,8 @@ type pass struct {
 	loaded *unstructured.Unstructured
 	// waitingBefore maps nodes that waited for their result when the pass began to when the wait began.
 	waitingBefore map[string]time.Time
+	// start is the workflow's and its pod nodes' phases as the pass began (argo's phase-change metrics).
+	start passStart
 }
 
 // retrySoon asks for another pass shortly: this one deferred some of its work.
@@ -226,6 +228,7 @@ func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.
 	return &pass{
 		key:    key,
 		loaded: loaded,
+		start:  startOf(wf),
 		Pass: engine.Pass{
 			WF:      wf,
 			Ext:     &ext,
@@ -325,6 +328,7 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 	}
 	c.results.Persisted(p.key, p.WF, p.Ext, p.waitingBefore, timeouts, p.Now)
 	c.emitCustomMetrics(p)
+	c.reportPhaseChanges(p)
 	if p.WF.Status.Phase.Completed() {
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)

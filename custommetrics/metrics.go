@@ -30,6 +30,8 @@ type Registry struct {
 	now      func() time.Time
 	mu       sync.Mutex
 	families map[string]*family
+	// reserved are names (without Prefix) the controller's own argo metrics use.
+	reserved map[string]bool
 }
 
 // family is one metric name: its type, help and series by label set.
@@ -52,11 +54,38 @@ type series struct {
 
 // NewRegistry registers an empty Registry in reg; now is the clock realtime gauges read at each scrape.
 func NewRegistry(reg prometheus.Registerer, now func() time.Time) (*Registry, error) {
-	r := &Registry{now: now, families: map[string]*family{}}
+	r := &Registry{now: now, families: map[string]*family{}, reserved: map[string]bool{}}
 	if err := reg.Register(r); err != nil {
 		return nil, fmt.Errorf("registering custom metrics: %w", err)
 	}
 	return r, nil
+}
+
+// Reserve refuses custom metrics under these exposed names (Prefix included): the controller serves its
+// own metrics there, and a second family of the same name would make every scrape fail.
+func (r *Registry) Reserve(exposed ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range exposed {
+		r.reserved[strings.TrimPrefix(n, Prefix)] = true
+	}
+}
+
+// reservedName is the reserved name a metric of this name and kind would expose, "" if none: a histogram
+// also exposes name_bucket, name_sum and name_count.
+func (r *Registry) reservedName(name string, kind wfv1.MetricType) string {
+	if r.reserved[name] {
+		return name
+	}
+	if kind != wfv1.MetricTypeHistogram {
+		return ""
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if r.reserved[name+suffix] {
+			return name + suffix
+		}
+	}
+	return ""
 }
 
 // Describe sends nothing: the families are only known once workflows emit them.
@@ -145,6 +174,9 @@ func (r *Registry) prepare(em Emission) (float64, error) {
 	kind := m.GetMetricType()
 	if kind == wfv1.MetricTypeUnknown {
 		return 0, fmt.Errorf("invalid metric spec")
+	}
+	if name := r.reservedName(m.Name, kind); name != "" {
+		return 0, fmt.Errorf("metric %s%s is one of the controller's own metrics; a custom metric cannot use its name", Prefix, name)
 	}
 	if f := r.families[m.Name]; f != nil {
 		if f.help != m.Help {

@@ -114,12 +114,17 @@ func TestDefinitionsArgoCannotEmitAreRefusedWithItsMessage(t *testing.T) {
 			"Found existing Counter for custom metric m of type Gauge"},
 		{"a value that is not a number", "", `{name: m, help: H, counter: {value: "many"}}`,
 			`parsing the value of metric m: strconv.ParseFloat: parsing "many": invalid syntax`},
+		{"a name the controller's own argo metrics use", "", `{name: queue_latency_count, help: H, gauge: {value: "1"}}`,
+			"metric argo_workflows_queue_latency_count is one of the controller's own metrics; a custom metric cannot use its name"},
+		{"a histogram whose _count series the controller's own argo metrics use", "", `{name: queue_latency, help: H, histogram: {value: "1", buckets: [1]}}`,
+			"metric argo_workflows_queue_latency_count is one of the controller's own metrics; a custom metric cannot use its name"},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			r, err := NewRegistry(prometheus.NewRegistry(), time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
+			r.Reserve("argo_workflows_queue_latency_count")
 			if tc.first != "" {
 				if err := r.Emit(Emission{Metric: *def(t, tc.first)}); err != nil {
 					t.Fatal(err)

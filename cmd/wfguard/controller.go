@@ -25,7 +25,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 
+	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
@@ -218,6 +220,13 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	argoMetrics, err := argometrics.New(registry, buildInfo())
+	if err != nil {
+		return err
+	}
+	log = slog.New(argoMetrics.CountLogs(log.Handler()))
+	// Inside the fault injector's wrapper: an injected failure never reached the API server, so is not counted.
+	config.Wrap(argoMetrics.RoundTripper(clock.RealClock{}))
 	faults, err := startFaults(ctx, &f.faultFlags, config, registry, log, os.Exit)
 	if err != nil {
 		return err
@@ -235,12 +244,14 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		PassDeadline:         f.passDeadline,
 		MaxWorkflowSize:      f.maxWorkflowSize,
 		Logger:               log, Registry: registry,
+		ArgoMetrics: argoMetrics,
 	}
 	faults.apply(&opts)
 	ctrl, err := controller.New(config, opts)
 	if err != nil {
 		return err
 	}
+	argoMetrics.CountFrom(ctrl.WorkflowPhaseCounts, ctrl.PodPhaseCounts)
 	servers, err := startServers(f, registry, ctrl, log)
 	if err != nil {
 		return err
@@ -249,12 +260,14 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 
 	if !f.leaderElect {
 		log.Info("leader election disabled; running")
+		argoMetrics.SetLeader(true)
 		return ctrl.Run(ctx)
 	}
-	return runWithLeaderElection(ctx, config, f, log, ctrl)
+	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics)
 }
 
-func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger, ctrl *controller.Controller) error {
+func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger, ctrl *controller.Controller,
+	argoMetrics *argometrics.Metrics) error {
 	identity := os.Getenv("LEADER_ELECTION_IDENTITY")
 	if identity == "" {
 		host, err := os.Hostname()
@@ -283,10 +296,14 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", identity, "lease", f.leaderElectionNS+"/"+f.leaderElectionID)
+				argoMetrics.SetLeader(true)
 				ran <- ctrl.Run(ctx)
 				cancel()
 			},
-			OnStoppedLeading: func() { log.Info("stopped leading", "identity", identity) },
+			OnStoppedLeading: func() {
+				argoMetrics.SetLeader(false)
+				log.Info("stopped leading", "identity", identity)
+			},
 			OnNewLeader: func(id string) {
 				if id != identity {
 					log.Info("another controller leads; standing by", "leader", id)

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +136,13 @@ func TestInstallManifests(t *testing.T) {
 			t.Errorf("serviceAccountName = %q, want wfguard-controller", sa)
 		}
 		c := d.Spec.Template.Spec.Containers[0]
+		// make image builds ghcr.io/wfguard/wfguard:latest to be loaded into the node's runtime, never pulled.
+		if c.Image != "ghcr.io/wfguard/wfguard:latest" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("image = %s (pull %s), want the one make image builds, ghcr.io/wfguard/wfguard:latest, pulled IfNotPresent", c.Image, c.ImagePullPolicy)
+		}
+		if sc := d.Spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+			t.Errorf("pod securityContext %v, want runAsUser 65532, the image's user", sc)
+		}
 		if len(c.Args) == 0 || c.Args[0] != "controller" || !slices.Contains(c.Args, "--leader-elect=true") {
 			t.Errorf("args = %v, want `controller --leader-elect=true ...`", c.Args)
 		}
