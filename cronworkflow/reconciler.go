@@ -45,6 +45,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	Logger       *slog.Logger
 	Registry     prometheus.Registerer
+	// AfterSync, when set, hears each completed reconcile with the resourceVersion of the CronWorkflow copy
+	// it started from (tests wait on it instead of guessing when the cache caught up).
+	AfterSync func(key, resourceVersion string)
 }
 
 // Reconciler runs CronWorkflows: one serialized reconcile per CronWorkflow key at a time.

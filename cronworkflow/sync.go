@@ -63,7 +63,13 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 		return err
 	}
 	r.commit(key, p)
-	return r.pruneHistory(ctx, p)
+	if err := r.pruneHistory(ctx, p); err != nil {
+		return err
+	}
+	if r.opts.AfterSync != nil {
+		r.opts.AfterSync(key, cached.ResourceVersion)
+	}
+	return nil
 }
 
 // decide brings the status up to date and starts the run that is due, if any.
