@@ -198,3 +198,20 @@ func TestAnInvalidSpecGetsTheSpecErrorCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestStopStrategyStopsSchedulingOnceReached(t *testing.T) {
+	e := newEnv(t)
+	r := e.startReconciler()
+	e.createCron(cronManifest("once", "pass", "  stopStrategy:\n    expression: cronworkflow.succeeded >= 1"))
+	e.tick(minute(1), r)
+	e.waitRunPhase(runName("once", minute(1)), wfv1.WorkflowSucceeded)
+	cwf := e.untilCron("once", "stopped", func(c *wfv1.CronWorkflow) bool { return c.Status.Phase == wfv1.StoppedPhase })
+	if cwf.Labels[common.LabelKeyCronWorkflowCompleted] != "true" || cwf.Status.Succeeded != 1 {
+		t.Errorf("labels %v succeeded %d, want %s=true and 1", cwf.Labels, cwf.Status.Succeeded, common.LabelKeyCronWorkflowCompleted)
+	}
+	e.waitEvent("once", "Stopped")
+	e.synced(r, cwf)
+	if !r.NextWake().IsZero() {
+		t.Fatalf("a stopped CronWorkflow is still scheduled at %s", r.NextWake())
+	}
+}
