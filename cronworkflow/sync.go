@@ -118,8 +118,9 @@ func (r *Reconciler) checkStop(cwf *wfv1.CronWorkflow) bool {
 	return stop
 }
 
-// dueRun is the scheduled time of the run to start now, if any. On first sight of a CronWorkflow whose
-// schedules did not change, argo's missed-run rule applies (a run missed while no controller ran).
+// dueRun is the scheduled time of the run to start now, if any: the latest tick since the last decision,
+// else argo's missed-run rule (a tick missed while no controller ran, or one that started no run, still
+// within startingDeadlineSeconds). Ticks from before a change of the schedules are never caught up.
 func (r *Reconciler) dueRun(key string, p *pass) (time.Time, bool) {
 	schedule := scheduleKey(&p.cwf.Spec)
 	p.watching = tracking{uid: p.cwf.UID, schedule: schedule, since: p.now}
@@ -144,7 +145,15 @@ func (r *Reconciler) dueRun(key string, p *pass) (time.Time, bool) {
 	if last != nil && last.After(after) {
 		after = last.Time
 	}
-	return p.parsed.latestDue(after, p.now)
+	if due, ok := p.parsed.latestDue(after, p.now); ok {
+		return due, true
+	}
+	// As argo, a tick that started no run (Forbid, suspend, when) is tried again by later reconciles while
+	// within startingDeadlineSeconds of it.
+	if last != nil {
+		return p.parsed.missedRun(last.Time, p.cwf.Spec.StartingDeadlineSeconds, p.now)
+	}
+	return time.Time{}, false
 }
 
 // commit records that the pass's ticks were decided and arms the alarm for the next one.

@@ -215,3 +215,23 @@ func TestStopStrategyStopsSchedulingOnceReached(t *testing.T) {
 		t.Fatalf("a stopped CronWorkflow is still scheduled at %s", r.NextWake())
 	}
 }
+
+func TestForbidStartsTheSkippedRunWithinStartingDeadlineSeconds(t *testing.T) {
+	e := newEnv(t)
+	r := e.startReconciler()
+	e.createCron(cronManifest("catchup", "hold", "  concurrencyPolicy: Forbid\n  startingDeadlineSeconds: 30"))
+	e.tick(minute(1), r)
+	first := runName("catchup", minute(1))
+	e.untilCron("catchup", "listed the first run as active", func(c *wfv1.CronWorkflow) bool {
+		return slices.Equal(activeNames(c), []string{first})
+	})
+	e.tick(minute(2), r)
+	e.until("Forbid skipped the second run", func(context.Context) bool { return r.runs("forbidden") == 1 })
+	// The first run ends 10 s after the skipped tick: argo's rule starts that tick's run then.
+	e.clock.SetTime(minute(2).Add(10 * time.Second))
+	e.release()
+	e.waitRun(runName("catchup", minute(2)))
+	e.untilCron("catchup", "recorded the caught-up run", func(c *wfv1.CronWorkflow) bool {
+		return c.Status.LastScheduledTime != nil && c.Status.LastScheduledTime.Time.Equal(minute(2)) && c.Status.Succeeded == 1
+	})
+}
