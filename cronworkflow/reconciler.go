@@ -13,6 +13,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -216,8 +217,13 @@ func (r *Reconciler) enqueueCronOf(obj any) {
 
 // Run reconciles until ctx ends, then drains the workers.
 func (r *Reconciler) Run(ctx context.Context) error {
-	r.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.kube.CoreV1().Events("")})
+	// ShutDownWithDrain below leaves the delaying queue's timer loop running; ShutDown ends it.
+	defer r.queue.ShutDown()
 	defer r.events.Shutdown()
+	if err := r.checkServed(ctx); err != nil {
+		return err
+	}
+	r.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.kube.CoreV1().Events("")})
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, inf := range []cache.SharedIndexInformer{r.crons, r.runs} {
@@ -230,7 +236,6 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer close(stop)
 	if !cache.WaitForCacheSync(ctx.Done(), r.crons.HasSynced, r.runs.HasSynced) {
-		r.queue.ShutDown()
 		return fmt.Errorf("waiting for the cronworkflow caches to sync: %w", ctx.Err())
 	}
 	r.log.Info("cronworkflow caches synced; starting workers", "workers", r.opts.Workers, "namespace", r.opts.Namespace)
@@ -251,7 +256,20 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	<-ctx.Done()
 	r.queue.ShutDownWithDrain()
 	workers.Wait()
-	r.queue.ShutDown()
+	return nil
+}
+
+// checkServed fails clearly when the CronWorkflow CRD is not installed (the caches would never sync). Other
+// errors are left to the informers, which retry.
+func (r *Reconciler) checkServed(ctx context.Context) error {
+	_, err := r.argo.ArgoprojV1alpha1().CronWorkflows(r.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1,
+		LabelSelector: instanceSelector(r.opts.InstanceID)})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the cronworkflows.argoproj.io CRD is not installed: kubectl apply -k config/crd (or turn CronWorkflows off with --cron-workflow-workers=0): %w", err)
+	}
+	if err != nil {
+		r.log.Warn("listing cronworkflows at start", "err", err)
+	}
 	return nil
 }
 
