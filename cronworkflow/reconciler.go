@@ -36,7 +36,8 @@ type Options struct {
 	InstanceID string
 	// Workers is the number of reconcile workers (default 8).
 	Workers int
-	// ValidateWorkflow checks the Workflow a due run would create (a SpecError when it fails); nil accepts all.
+	// ValidateWorkflow checks the Workflow the CronWorkflow's runs would be, on every reconcile (a SpecError
+	// when it fails); nil accepts all.
 	ValidateWorkflow func(*wfv1.Workflow) error
 	// Clock decides when schedules fire (default the real clock).
 	Clock clock.WithTicker

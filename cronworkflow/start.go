@@ -91,12 +91,6 @@ func (r *Reconciler) terminateActive(ctx context.Context, cwf *wfv1.CronWorkflow
 // created it: it is recorded, never started twice.
 func (r *Reconciler) submit(ctx context.Context, cwf *wfv1.CronWorkflow, t time.Time) error {
 	wf := newRun(cwf, t)
-	if r.opts.ValidateWorkflow != nil {
-		if err := r.opts.ValidateWorkflow(wf.DeepCopy()); err != nil {
-			r.specError(cwf, fmt.Sprintf("cannot validate Workflow: %s", err))
-			return nil
-		}
-	}
 	r.opts.Observer.Triggered(cwf.Namespace, cwf.Name)
 	client := r.argo.ArgoprojV1alpha1().Workflows(cwf.Namespace)
 	created, err := client.Create(ctx, wf, metav1.CreateOptions{})

@@ -75,7 +75,7 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 // decide brings the status up to date and starts the run that is due, if any.
 func (r *Reconciler) decide(ctx context.Context, key string, p *pass) error {
 	completed := reconcileActive(&p.cwf.Status, p.runs, r.lookupRun(ctx, p.cwf.Namespace))
-	parsed, err := validateSpec(p.cwf)
+	parsed, err := r.validate(p)
 	if err != nil {
 		r.specError(p.cwf, err.Error())
 		return nil
@@ -96,6 +96,19 @@ func (r *Reconciler) decide(ctx context.Context, key string, p *pass) error {
 		return nil
 	}
 	return r.startRun(ctx, p, due)
+}
+
+// validate checks the CronWorkflow's own fields, then, as argo does on every reconcile, the Workflow its
+// runs would be.
+func (r *Reconciler) validate(p *pass) (schedules, error) {
+	parsed, err := validateSpec(p.cwf)
+	if err != nil || r.opts.ValidateWorkflow == nil {
+		return parsed, err
+	}
+	if err := r.opts.ValidateWorkflow(newRun(p.cwf, p.now)); err != nil {
+		return nil, fmt.Errorf("cannot validate Workflow: %w", err)
+	}
+	return parsed, nil
 }
 
 // stopped: the stop strategy was reached (argo's completed label, or phase Stopped).

@@ -164,16 +164,21 @@ func TestHistoryLimitsDeleteTheOldestCompletedRuns(t *testing.T) {
 
 func TestAnInvalidSpecGetsTheSpecErrorCondition(t *testing.T) {
 	for _, tc := range []struct {
-		name, extra, schedules, want string
+		name, extra, schedules, entrypoint, want string
 	}{
 		{name: "a malformed schedule", schedules: `["61 * * * *"]`, want: `cron schedule "61 * * * *" is malformed`},
 		{name: "an unknown timezone", schedules: `["* * * * *"]`, extra: "  timezone: Mars/Olympus", want: "Mars/Olympus"},
 		{name: "an unknown concurrency policy", schedules: `["* * * * *"]`, extra: "  concurrencyPolicy: Sometimes", want: `"Sometimes" is not a valid concurrencyPolicy`},
+		{name: "a workflowSpec argo's validation rejects", schedules: `["* * * * *"]`, entrypoint: "nope", want: "cannot validate Workflow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			r := e.startReconciler()
-			manifest := strings.Replace(cronManifest("bad", "pass", tc.extra), `["* * * * *"]`, tc.schedules, 1)
+			entrypoint := "pass"
+			if tc.entrypoint != "" {
+				entrypoint = tc.entrypoint
+			}
+			manifest := strings.Replace(cronManifest("bad", entrypoint, tc.extra), `["* * * * *"]`, tc.schedules, 1)
 			e.createCron(manifest)
 			cwf := e.untilCron("bad", "got the SpecError condition", func(c *wfv1.CronWorkflow) bool {
 				for _, cond := range c.Status.Conditions {
@@ -191,6 +196,10 @@ func TestAnInvalidSpecGetsTheSpecErrorCondition(t *testing.T) {
 			}
 			if got := r.observer.count("SpecError bad"); got != 1 {
 				t.Errorf("observer heard SpecError %d times, want 1", got)
+			}
+			e.synced(r, cwf)
+			if again := e.cron("bad"); len(again.Status.Conditions) != 1 || again.Status.Conditions[0].Type != wfv1.ConditionTypeSpecError {
+				t.Errorf("after the next reconcile the conditions are %+v, want the SpecError still", again.Status.Conditions)
 			}
 			if !r.NextWake().IsZero() {
 				t.Errorf("an invalid CronWorkflow is scheduled at %s", r.NextWake())
