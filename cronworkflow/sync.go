@@ -283,6 +283,9 @@ func (r *Reconciler) persist(ctx context.Context, p *pass) error {
 func (r *Reconciler) pruneHistory(ctx context.Context, p *pass) error {
 	client := r.argo.ArgoprojV1alpha1().Workflows(p.cwf.Namespace)
 	for _, wf := range runsBeyondHistory(p.runs, &p.cwf.Spec) {
+		if wf.DeletionTimestamp != nil {
+			continue // deleted already, held by a finalizer
+		}
 		uid := wf.UID
 		err := client.Delete(ctx, wf.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
