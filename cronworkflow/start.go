@@ -18,7 +18,7 @@ import (
 // transient failures); the tick stays due until a pass succeeds, and its run's name makes the retry safe.
 func (r *Reconciler) startRun(ctx context.Context, p *pass, t time.Time) error {
 	cwf := p.cwf
-	if r.checkStop(cwf) {
+	if r.checkStop(p) {
 		r.metrics.runs.WithLabelValues(outcomeStopped).Inc()
 		return nil
 	}

@@ -77,12 +77,12 @@ func (r *Reconciler) decide(ctx context.Context, key string, p *pass) error {
 	completed := reconcileActive(&p.cwf.Status, p.runs, r.lookupRun(ctx, p.cwf.Namespace))
 	parsed, err := r.validate(p)
 	if err != nil {
-		r.specError(p.cwf, err.Error())
+		r.specError(p, err.Error())
 		return nil
 	}
 	p.parsed = parsed
 	p.cwf.Status.Conditions.RemoveCondition(wfv1.ConditionTypeSpecError)
-	if completed && !stopped(p.cwf) && r.checkStop(p.cwf) {
+	if completed && !stopped(p.cwf) && r.checkStop(p) {
 		return nil
 	}
 	if stopped(p.cwf) {
@@ -118,10 +118,11 @@ func stopped(cwf *wfv1.CronWorkflow) bool {
 
 // checkStop evaluates the stop strategy and marks the CronWorkflow stopped when it holds; it reports
 // whether scheduling must end here (stopped, or the expression is broken: a SpecError).
-func (r *Reconciler) checkStop(cwf *wfv1.CronWorkflow) bool {
+func (r *Reconciler) checkStop(p *pass) bool {
+	cwf := p.cwf
 	stop, err := stopReached(cwf)
 	if err != nil {
-		r.specError(cwf, fmt.Sprintf("failed to check CronWorkflow '%s' stopping condition: %s", cwf.Name, err))
+		r.specError(p, fmt.Sprintf("failed to check CronWorkflow '%s' stopping condition: %s", cwf.Name, err))
 		return true
 	}
 	if stop {
@@ -222,14 +223,15 @@ func (r *Reconciler) lookupRun(ctx context.Context, namespace string) runLookup 
 	}
 }
 
-// specError sets the SpecError condition; the Event and the observer hear of it only when it is new or
-// its message changed, so an unchanged invalid CronWorkflow is not reported on every resync.
-func (r *Reconciler) specError(cwf *wfv1.CronWorkflow, message string) {
+// specError sets the SpecError condition; the Event and the observer hear of it only when the stored copy
+// lacks it or has another message, so an unchanged invalid CronWorkflow is not reported on every pass.
+func (r *Reconciler) specError(p *pass, message string) {
+	cwf := p.cwf
 	r.metrics.runs.WithLabelValues(outcomeSpecError).Inc()
-	if prev := conditionOf(&cwf.Status, wfv1.ConditionTypeSpecError); prev != nil && prev.Message == message {
+	setCondition(&cwf.Status, wfv1.ConditionTypeSpecError, message)
+	if prev := conditionOf(&p.orig.Status, wfv1.ConditionTypeSpecError); prev != nil && prev.Message == message {
 		return
 	}
-	setCondition(&cwf.Status, wfv1.ConditionTypeSpecError, message)
 	r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSpecError, message)
 	r.opts.Observer.SpecError(cwf.Namespace, cwf.Name)
 	r.log.Warn("invalid cronworkflow", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", message)
