@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -69,6 +70,10 @@ type Reconciler struct {
 
 	trackedMu sync.Mutex
 	tracked   map[string]tracking
+
+	// created holds the UIDs of runs this process created whose pass has not reported yet.
+	createdMu sync.Mutex
+	created   map[types.UID]struct{}
 }
 
 // New builds a Reconciler; Run starts it.
@@ -88,7 +93,8 @@ func New(config *rest.Config, opts Options) (*Reconciler, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	r := &Reconciler{opts: opts, log: opts.Logger.With("component", "cronworkflow"), clock: opts.Clock, tracked: map[string]tracking{}}
+	r := &Reconciler{opts: opts, log: opts.Logger.With("component", "cronworkflow"), clock: opts.Clock, tracked: map[string]tracking{},
+		created: map[types.UID]struct{}{}}
 	var err error
 	if r.argo, err = versioned.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the argo client: %w", err)

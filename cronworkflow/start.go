@@ -19,32 +19,34 @@ import (
 func (r *Reconciler) startRun(ctx context.Context, p *pass, t time.Time) error {
 	cwf := p.cwf
 	if r.checkStop(p) {
-		r.metrics.runs.WithLabelValues(outcomeStopped).Inc()
+		p.report(func() { r.metrics.runs.WithLabelValues(outcomeStopped).Inc() })
 		return nil
 	}
 	if cwf.Spec.Suspend {
-		r.metrics.runs.WithLabelValues(outcomeSuspended).Inc() // no Event: the user asked for it
+		p.report(func() { r.metrics.runs.WithLabelValues(outcomeSuspended).Inc() }) // no Event: the user asked for it
 		return nil
 	}
 	allowed, err := whenAllows(cwf)
 	if err != nil {
-		r.submissionError(cwf, fmt.Sprintf("run policy error: %s", err))
+		r.submissionError(p, fmt.Sprintf("run policy error: %s", err))
 		return nil
 	}
 	if !allowed {
-		r.skip(cwf, outcomeWhenFalse, fmt.Sprintf("when %q is false", cwf.Spec.When))
+		r.skip(p, outcomeWhenFalse, fmt.Sprintf("when %q is false", cwf.Spec.When))
 		return nil
 	}
 	decision, err := decideConcurrency(cwf.Spec.ConcurrencyPolicy, len(cwf.Status.Active))
 	if err != nil {
-		r.submissionError(cwf, fmt.Sprintf("run policy error: %s", err))
+		r.submissionError(p, fmt.Sprintf("run policy error: %s", err))
 		return nil
 	}
 	if decision.policyApplied {
-		r.opts.Observer.ConcurrencyPolicyTriggered(cwf.Namespace, cwf.Name, string(cwf.Spec.ConcurrencyPolicy))
+		p.report(func() {
+			r.opts.Observer.ConcurrencyPolicyTriggered(cwf.Namespace, cwf.Name, string(cwf.Spec.ConcurrencyPolicy))
+		})
 	}
 	if !decision.start {
-		r.skip(cwf, outcomeForbidden, fmt.Sprintf("concurrencyPolicy Forbid: %d run(s) still active", len(cwf.Status.Active)))
+		r.skip(p, outcomeForbidden, fmt.Sprintf("concurrencyPolicy Forbid: %d run(s) still active", len(cwf.Status.Active)))
 		return nil
 	}
 	if decision.terminateActive {
@@ -52,12 +54,14 @@ func (r *Reconciler) startRun(ctx context.Context, p *pass, t time.Time) error {
 			return err
 		}
 	}
-	return r.submit(ctx, cwf, t)
+	return r.submit(ctx, p, t)
 }
 
-func (r *Reconciler) skip(cwf *wfv1.CronWorkflow, outcome, why string) {
-	r.metrics.runs.WithLabelValues(outcome).Inc()
-	r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonRunSkipped, "scheduled run not started: %s", why)
+func (r *Reconciler) skip(p *pass, outcome, why string) {
+	p.report(func() {
+		r.metrics.runs.WithLabelValues(outcome).Inc()
+		r.recorder.Eventf(p.cwf, corev1.EventTypeNormal, ReasonRunSkipped, "scheduled run not started: %s", why)
+	})
 }
 
 // terminateActive sets spec.shutdown=Terminate on every active run (argo's Replace); runs already
@@ -88,18 +92,21 @@ func (r *Reconciler) terminateActive(ctx context.Context, cwf *wfv1.CronWorkflow
 }
 
 // submit creates the run. AlreadyExists for a run of this CronWorkflow means another pass or controller
-// created it: it is recorded, never started twice.
-func (r *Reconciler) submit(ctx context.Context, cwf *wfv1.CronWorkflow, t time.Time) error {
+// created it: it is recorded, never started twice (and counted as created if this process created it in a
+// pass that failed later).
+func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
+	cwf := p.cwf
 	wf := newRun(cwf, t)
-	r.opts.Observer.Triggered(cwf.Namespace, cwf.Name)
 	client := r.argo.ArgoprojV1alpha1().Workflows(cwf.Namespace)
 	created, err := client.Create(ctx, wf, metav1.CreateOptions{})
 	outcome := outcomeCreated
 	if apierrors.IsAlreadyExists(err) {
-		outcome = outcomeAlreadyExists
 		created, err = client.Get(ctx, wf.Name, metav1.GetOptions{})
+		if err == nil && !r.createdHere(created.UID) {
+			outcome = outcomeAlreadyExists
+		}
 		if err == nil && !ownedBy(created, cwf) {
-			r.submissionError(cwf, fmt.Sprintf("Failed to submit Workflow: workflow %s exists and is not a run of this CronWorkflow", wf.Name))
+			r.submissionError(p, fmt.Sprintf("Failed to submit Workflow: workflow %s exists and is not a run of this CronWorkflow", wf.Name))
 			return nil
 		}
 	}
@@ -107,20 +114,45 @@ func (r *Reconciler) submit(ctx context.Context, cwf *wfv1.CronWorkflow, t time.
 		if retryable(err) {
 			return fmt.Errorf("creating run %s/%s: %w", cwf.Namespace, wf.Name, err)
 		}
-		r.submissionError(cwf, fmt.Sprintf("Failed to submit Workflow: %s", err))
+		r.submissionError(p, fmt.Sprintf("Failed to submit Workflow: %s", err))
 		return nil
 	}
-	r.metrics.runs.WithLabelValues(outcome).Inc()
+	r.rememberCreated(created.UID)
 	if !created.Status.Fulfilled() && !cwf.Status.HasActiveUID(created.UID) {
 		cwf.Status.Active = append(cwf.Status.Active, activeRef(created))
 	}
 	cwf.Status.Phase = wfv1.ActivePhase
 	cwf.Status.LastScheduledTime = &metav1.Time{Time: t}
 	cwf.Status.Conditions.RemoveCondition(wfv1.ConditionTypeSubmissionError)
-	if outcome == outcomeCreated {
-		r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", created.Name, t.UTC().Format(time.RFC3339))
-	}
+	p.report(func() {
+		r.forgetCreated(created.UID)
+		r.opts.Observer.Triggered(cwf.Namespace, cwf.Name)
+		r.metrics.runs.WithLabelValues(outcome).Inc()
+		if outcome == outcomeCreated {
+			r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", created.Name, t.UTC().Format(time.RFC3339))
+		}
+	})
 	return nil
+}
+
+// createdHere: this process created the run in a pass whose report is still due.
+func (r *Reconciler) createdHere(uid types.UID) bool {
+	r.createdMu.Lock()
+	defer r.createdMu.Unlock()
+	_, ok := r.created[uid]
+	return ok
+}
+
+func (r *Reconciler) rememberCreated(uid types.UID) {
+	r.createdMu.Lock()
+	defer r.createdMu.Unlock()
+	r.created[uid] = struct{}{}
+}
+
+func (r *Reconciler) forgetCreated(uid types.UID) {
+	r.createdMu.Lock()
+	defer r.createdMu.Unlock()
+	delete(r.created, uid)
 }
 
 // retryable: the API server may accept the same request later.

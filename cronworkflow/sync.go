@@ -38,7 +38,12 @@ type pass struct {
 	runs     []*wfv1.Workflow
 	parsed   schedules
 	watching tracking // what tracked becomes once the pass succeeds
+	// reports are the metrics, Events and observer calls of the pass's decisions, made once its status write
+	// succeeded: a pass retried after a conflict decides again and must not count twice.
+	reports []func()
 }
+
+func (p *pass) report(f func()) { p.reports = append(p.reports, f) }
 
 func (r *Reconciler) sync(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, passTimeout)
@@ -61,6 +66,9 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 	}
 	if err := r.persist(ctx, p); err != nil {
 		return err
+	}
+	for _, report := range p.reports {
+		report()
 	}
 	r.commit(key, p)
 	if err := r.pruneHistory(ctx, p); err != nil {
@@ -127,7 +135,9 @@ func (r *Reconciler) checkStop(p *pass) bool {
 	}
 	if stop {
 		markStopped(cwf)
-		r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonStopped, "stopStrategy.expression %q is true: no more runs are scheduled", cwf.Spec.StopStrategy.Expression)
+		p.report(func() {
+			r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonStopped, "stopStrategy.expression %q is true: no more runs are scheduled", cwf.Spec.StopStrategy.Expression)
+		})
 	}
 	return stop
 }
@@ -227,23 +237,29 @@ func (r *Reconciler) lookupRun(ctx context.Context, namespace string) runLookup 
 // lacks it or has another message, so an unchanged invalid CronWorkflow is not reported on every pass.
 func (r *Reconciler) specError(p *pass, message string) {
 	cwf := p.cwf
-	r.metrics.runs.WithLabelValues(outcomeSpecError).Inc()
 	setCondition(&cwf.Status, wfv1.ConditionTypeSpecError, message)
 	if prev := conditionOf(&p.orig.Status, wfv1.ConditionTypeSpecError); prev != nil && prev.Message == message {
+		p.report(func() { r.metrics.runs.WithLabelValues(outcomeSpecError).Inc() })
 		return
 	}
-	r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSpecError, message)
-	r.opts.Observer.SpecError(cwf.Namespace, cwf.Name)
+	p.report(func() {
+		r.metrics.runs.WithLabelValues(outcomeSpecError).Inc()
+		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSpecError, message)
+		r.opts.Observer.SpecError(cwf.Namespace, cwf.Name)
+	})
 	r.log.Warn("invalid cronworkflow", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", message)
 }
 
 // submissionError sets the SubmissionError condition and counts a failed run, as argo does.
-func (r *Reconciler) submissionError(cwf *wfv1.CronWorkflow, message string) {
-	r.metrics.runs.WithLabelValues(outcomeSubmissionError).Inc()
+func (r *Reconciler) submissionError(p *pass, message string) {
+	cwf := p.cwf
 	setCondition(&cwf.Status, wfv1.ConditionTypeSubmissionError, message)
 	cwf.Status.Failed++
-	r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSubmissionError, message)
-	r.opts.Observer.SubmissionError(cwf.Namespace, cwf.Name)
+	p.report(func() {
+		r.metrics.runs.WithLabelValues(outcomeSubmissionError).Inc()
+		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSubmissionError, message)
+		r.opts.Observer.SubmissionError(cwf.Namespace, cwf.Name)
+	})
 	r.log.Warn("cronworkflow run not submitted", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", message)
 }
 
