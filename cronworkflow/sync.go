@@ -244,8 +244,8 @@ func (r *Reconciler) specError(p *pass, message string) {
 	}
 	p.report(func() {
 		r.metrics.runs.WithLabelValues(outcomeSpecError).Inc()
-		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSpecError, message)
 		r.opts.Observer.SpecError(cwf.Namespace, cwf.Name)
+		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSpecError, message)
 	})
 	r.log.Warn("invalid cronworkflow", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", message)
 }
@@ -257,8 +257,8 @@ func (r *Reconciler) submissionError(p *pass, message string) {
 	cwf.Status.Failed++
 	p.report(func() {
 		r.metrics.runs.WithLabelValues(outcomeSubmissionError).Inc()
-		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSubmissionError, message)
 		r.opts.Observer.SubmissionError(cwf.Namespace, cwf.Name)
+		r.recorder.Event(cwf, corev1.EventTypeWarning, ReasonSubmissionError, message)
 	})
 	r.log.Warn("cronworkflow run not submitted", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", message)
 }
