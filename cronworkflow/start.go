@@ -118,7 +118,9 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 		return nil
 	}
 	r.rememberCreated(created.UID)
-	if !created.Status.Fulfilled() && !cwf.Status.HasActiveUID(created.UID) {
+	// Listed even when another controller's run already completed: the next pass counts it once, on
+	// its way out of active (a completed run never listed would never be counted).
+	if !cwf.Status.HasActiveUID(created.UID) {
 		cwf.Status.Active = append(cwf.Status.Active, activeRef(created))
 	}
 	cwf.Status.Phase = wfv1.ActivePhase

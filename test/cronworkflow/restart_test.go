@@ -66,8 +66,7 @@ func TestTwoRacingReconcilersCreateARunOnce(t *testing.T) {
 	if created := a.runs("created") + b.runs("created"); created != 3 {
 		t.Errorf("the two reconcilers created %v runs, want 3 (%v + %v)", created, a.runs("created"), b.runs("created"))
 	}
-	e.until("every run counted once", func(context.Context) bool {
-		c := e.cron("race")
+	e.untilCron("race", "counted every run once", func(c *wfv1.CronWorkflow) bool {
 		return c.Status.Succeeded == 3 && len(c.Status.Active) == 0
 	})
 }
