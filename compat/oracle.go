@@ -64,7 +64,7 @@ type Oracle struct {
 
 // StartOracle creates argo's ConfigMap in opts.Namespace and starts bin/workflow-controller against the
 // control plane, in single-instance mode (LEADER_ELECTION_DISABLE=true) and with an environment holding no
-// ARGO_* variables (argo reads its flags from them). Argo's four other CRDs (config/crd/argo) must be
+// ARGO_* variables (argo reads its flags from them). Argo's three other CRDs (config/crd/argo) must be
 // installed first. It returns once the process runs; argo then syncs its informers on its own.
 func StartOracle(ctx context.Context, config *rest.Config, opts OracleOptions) (*Oracle, error) {
 	if opts.Root == "" || opts.Kubeconfig == "" || opts.Namespace == "" {

@@ -39,6 +39,7 @@ type controllerFlags struct {
 	namespaced         bool
 	managedNamespace   string
 	workers            int
+	cronWorkers        int
 	qps                float64
 	coalesceWindow     time.Duration
 	passDeadline       time.Duration
@@ -68,6 +69,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.BoolVar(&f.namespaced, "namespaced", false, "run namespace-scoped: watch only the controller's namespace (or --managed-namespace)")
 	fs.StringVar(&f.managedNamespace, "managed-namespace", "", "the namespace to watch with --namespaced (default: the controller's own, from $NAMESPACE)")
 	fs.IntVar(&f.workers, "workflow-workers", 32, "number of workflow reconcile workers")
+	fs.IntVar(&f.cronWorkers, "cron-workflow-workers", 8, "number of CronWorkflow reconcile workers (0 turns CronWorkflows off)")
 	fs.Float64Var(&f.qps, "qps", 20, "API client queries per second")
 	fs.IntVar(&f.burst, "burst", 30, "API client burst")
 	fs.StringVar(&f.executorImage, "executor-image", podspec.DefaultExecutorImage, "argoexec image for the init and wait containers")
@@ -100,6 +102,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.workers < 1 {
 		return nil, fmt.Errorf("--workflow-workers must be at least 1, got %d", f.workers)
+	}
+	if f.cronWorkers < 0 {
+		return nil, fmt.Errorf("--cron-workflow-workers must not be negative, got %d", f.cronWorkers)
 	}
 	if err := f.faultFlags.check(); err != nil {
 		return nil, err
@@ -252,6 +257,10 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return err
 	}
 	argoMetrics.CountFrom(ctrl.WorkflowPhaseCounts, ctrl.PodPhaseCounts)
+	run, err := withCronWorkflows(config, f, opts, argo, argoMetrics, ctrl.Run)
+	if err != nil {
+		return err
+	}
 	servers, err := startServers(f, registry, ctrl, log)
 	if err != nil {
 		return err
@@ -261,13 +270,14 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	if !f.leaderElect {
 		log.Info("leader election disabled; running")
 		argoMetrics.SetLeader(true)
-		return ctrl.Run(ctx)
+		return run(ctx)
 	}
-	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics)
+	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics, run)
 }
 
+// runWithLeaderElection runs run (the controller and what runs beside it) while this process leads.
 func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger, ctrl *controller.Controller,
-	argoMetrics *argometrics.Metrics) error {
+	argoMetrics *argometrics.Metrics, run func(context.Context) error) error {
 	identity := os.Getenv("LEADER_ELECTION_IDENTITY")
 	if identity == "" {
 		host, err := os.Hostname()
@@ -297,7 +307,7 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 			OnStartedLeading: func(ctx context.Context) {
 				log.Info("became leader", "identity", identity, "lease", f.leaderElectionNS+"/"+f.leaderElectionID)
 				argoMetrics.SetLeader(true)
-				ran <- ctrl.Run(ctx)
+				ran <- run(ctx)
 				cancel()
 			},
 			OnStoppedLeading: func() {

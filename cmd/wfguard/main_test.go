@@ -56,6 +56,8 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
 		{"a zero pass deadline is refused", []string{"controller", "--pass-deadline=0"}, 2, "--pass-deadline must be positive, got 0s"},
 		{"controller -h lists the pass deadline", []string{"controller", "-h"}, 0, "-pass-deadline"},
+		{"negative cron workers are refused", []string{"controller", "--cron-workflow-workers=-1"}, 2, "--cron-workflow-workers must not be negative, got -1"},
+		{"controller -h lists the cron workers", []string{"controller", "-h"}, 0, "-cron-workflow-workers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

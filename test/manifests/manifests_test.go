@@ -178,6 +178,11 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can watch workflows across namespaces", controllerSA, argo("", "watch", "workflows", ""), true},
 		{"the controller can delete workflows", controllerSA, argo("team-a", "delete", "workflows", ""), true},
 		{"the controller can set workflow ownerReferences that block deletion", controllerSA, argo("team-a", "update", "workflows", "finalizers"), true},
+		{"the controller can create workflows (the runs of CronWorkflows)", controllerSA, argo("team-a", "create", "workflows", ""), true},
+		{"the controller can watch cronworkflows across namespaces", controllerSA, argo("", "watch", "cronworkflows", ""), true},
+		{"the controller can update cronworkflows (their status)", controllerSA, argo("team-a", "update", "cronworkflows", ""), true},
+		{"the controller can update cronworkflows/status", controllerSA, argo("team-a", "update", "cronworkflows", "status"), true},
+		{"the controller can set run ownerReferences that block cronworkflow deletion", controllerSA, argo("team-a", "update", "cronworkflows", "finalizers"), true},
 		{"the controller can list workflowtemplates", controllerSA, argo("team-a", "list", "workflowtemplates", ""), true},
 		{"the controller can watch clusterworkflowtemplates", controllerSA, argo("", "watch", "clusterworkflowtemplates", ""), true},
 		{"the controller can watch workflowtaskresults", controllerSA, argo("team-a", "watch", "workflowtaskresults", ""), true},
@@ -203,7 +208,8 @@ func TestInstallManifests(t *testing.T) {
 		{"the executor can create workflowtaskresults in argo", executorSA, argo("argo", "create", "workflowtaskresults", ""), true},
 		{"the executor can patch workflowtaskresults in argo", executorSA, argo("argo", "patch", "workflowtaskresults", ""), true},
 
-		{"the controller cannot create workflows", controllerSA, argo("team-a", "create", "workflows", ""), false},
+		{"the controller cannot delete cronworkflows", controllerSA, argo("team-a", "delete", "cronworkflows", ""), false},
+		{"the controller cannot create cronworkflows", controllerSA, argo("team-a", "create", "cronworkflows", ""), false},
 		{"the controller cannot update workflowtemplates", controllerSA, argo("team-a", "update", "workflowtemplates", ""), false},
 		{"the controller cannot create workflowtaskresults", controllerSA, argo("team-a", "create", "workflowtaskresults", ""), false},
 		{"the controller cannot create workflowactions", controllerSA, argo("team-a", "create", "workflowactions", ""), false},
@@ -280,11 +286,16 @@ func TestDefaultKustomization(t *testing.T) {
 			}
 		})
 	}
-	// Argo's other four CRDs are for running stock argo (the oracle of make compat); wfguard does not serve
-	// them, so installing wfguard must not create them (nothing would reconcile a CronWorkflow).
+	// Argo's other three CRDs are for running stock argo (the oracle of make compat); wfguard does not serve
+	// them, so installing wfguard must not create them. CronWorkflows it does serve.
 	t.Run("config/crd does not install argo's CRDs that wfguard does not serve", func(t *testing.T) {
 		if listed := readKustomization(t, filepath.Join(root, "config/crd")); slices.Contains(listed, "argo") {
 			t.Errorf("config/crd/kustomization.yaml resources = %v, include argo", listed)
+		}
+	})
+	t.Run("config/crd installs the CronWorkflow CRD", func(t *testing.T) {
+		if listed := readKustomization(t, filepath.Join(root, "config/crd")); !slices.Contains(listed, "argoproj.io_cronworkflows.yaml") {
+			t.Errorf("config/crd/kustomization.yaml resources = %v, missing argoproj.io_cronworkflows.yaml", listed)
 		}
 	})
 }
