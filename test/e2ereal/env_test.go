@@ -221,6 +221,19 @@ func (e *env) logs(pod *corev1.Pod, container string) string {
 	return string(data)
 }
 
+// programLogs is what the container's own program printed: the logs without the emissary's lines (argoexec
+// logs "sub-process exited" with argo=true on the same stream, ordered by time against the program's).
+func (e *env) programLogs(pod *corev1.Pod, container string) string {
+	e.t.Helper()
+	var kept []string
+	for _, line := range strings.SplitAfter(e.logs(pod, container), "\n") {
+		if line != "" && !strings.Contains(line, " argo=true") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
 // taskResult is the WorkflowTaskResult argoexec wrote for the node (named after the node ID).
 func (e *env) taskResult(wf *wfv1.Workflow, nodeName string) *wfv1.WorkflowTaskResult {
 	e.t.Helper()
