@@ -1,0 +1,33 @@
+package controllerconfig
+
+// Honoured are the top-level keys wfguard applies (docs/configmap.md says how).
+var Honoured = map[string]bool{
+	"workflowDefaults":     true,
+	"executor":             true,
+	"mainContainer":        true,
+	"instanceID":           true,
+	"parallelism":          true,
+	"namespaceParallelism": true,
+	"nodeEvents":           true,
+	"workflowRestrictions": true,
+}
+
+// ignoredReasons say why a key argo knows is not applied; keys without a reason are not supported yet.
+var ignoredReasons = map[string]string{
+	"links":           "read by argo-server only",
+	"columns":         "read by argo-server only",
+	"navColor":        "read by argo-server only",
+	"sso":             "read by argo-server only",
+	"persistence":     "wfguard has no workflow archive or node status offload",
+	"namespace":       "wfguard's namespace comes from --namespaced / --managed-namespace",
+	"metricsConfig":   "wfguard serves its metrics on --metrics-port",
+	"telemetryConfig": "wfguard exports no OpenTelemetry",
+}
+
+// unsupportedReason says why a key set in the ConfigMap has no effect.
+func unsupportedReason(key string) string {
+	if r, ok := ignoredReasons[key]; ok {
+		return r
+	}
+	return "not supported by wfguard yet"
+}
