@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	argoconfig "github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
@@ -33,6 +34,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
@@ -43,6 +45,7 @@ import (
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
+	"github.com/wfguard/wfguard/throttle"
 )
 
 // Options configure a Controller. Zero values give the defaults.
@@ -82,6 +85,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
 	Validate func(*wfv1.Workflow) error
+	// Config is argo's controller ConfigMap in force (controllerconfig.Watcher); nil is an empty config.
+	// A Source that also has OnChange(func(*argoconfig.Config)) makes a raised parallelism take effect at once.
+	Config   controllerconfig.Source
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
@@ -128,6 +134,7 @@ type Controller struct {
 	inf      *informerSet
 	engine   *engine.Engine
 	locks    *synchronization.Manager
+	throttle *throttle.Throttle // parallelism / namespaceParallelism of the controller config
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
 	podgc    *podgc.Collector
@@ -280,6 +287,15 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(func(key string) { c.queue.Add(key) })
+	c.throttle = throttle.New(func() (int, int) {
+		cfg := controllerconfig.CurrentOf(opts.Config)
+		return cfg.Parallelism, cfg.NamespaceParallelism
+	}, func(key string) { c.queue.Add(key) })
+	if notifier, ok := opts.Config.(interface {
+		OnChange(func(*argoconfig.Config))
+	}); ok {
+		notifier.OnChange(func(*argoconfig.Config) { c.throttle.Refill() })
+	}
 	c.engine = &engine.Engine{
 		Locks:               c.locks,
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
@@ -291,6 +307,8 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Metrics:             c.custom,
 		Validate:            opts.Validate,
+		Config:              opts.Config,
+		Admission:           c.throttle,
 		ExecutorImage:       opts.ExecutorImage,
 		InstanceID:          opts.InstanceID,
 		StatusFinalizer:     opts.StatusFinalizer,
@@ -467,5 +485,8 @@ func (c *Controller) restoreLocks() {
 			continue // the undecodable-workflow path fails it
 		}
 		c.locks.Restore(wf)
+		if wf.Status.Phase == wfv1.WorkflowRunning {
+			c.throttle.Running(wf.Namespace, wf.Name) // a running workflow holds its parallelism slot
+		}
 	}
 }

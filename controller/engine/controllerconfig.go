@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -160,3 +161,7 @@ func withMissing(m, defaults map[string]string) map[string]string {
 	}
 	return m
 }
+
+// IsNodeEvent reports whether an Event reason is about one node (argo's WorkflowNode* reasons), which the
+// controller config's nodeEvents.enabled: false turns off.
+func IsNodeEvent(reason string) bool { return strings.HasPrefix(reason, "WorkflowNode") }
