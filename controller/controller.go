@@ -255,6 +255,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
 		return nil, err
 	}
+	c.podgc.Settings = func() podgc.Settings { return podGCSettings(controllerconfig.CurrentOf(opts.Config)) }
 	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
 		return nil, err
 	}
