@@ -2,14 +2,17 @@ package controllerconfig
 
 // Honoured are the top-level keys wfguard applies (docs/configmap.md says how).
 var Honoured = map[string]bool{
-	"workflowDefaults":     true,
-	"executor":             true,
-	"mainContainer":        true,
-	"instanceID":           true,
-	"parallelism":          true,
-	"namespaceParallelism": true,
-	"nodeEvents":           true,
-	"workflowRestrictions": true,
+	"workflowDefaults":         true,
+	"executor":                 true,
+	"mainContainer":            true,
+	"instanceID":               true,
+	"parallelism":              true,
+	"namespaceParallelism":     true,
+	"nodeEvents":               true,
+	"workflowRestrictions":     true,
+	"artifactRepository":       true,
+	"podGCGracePeriodSeconds":  true,
+	"podGCDeleteDelayDuration": true,
 }
 
 // ignoredReasons say why a key argo knows is not applied; keys without a reason are not supported yet.

@@ -121,3 +121,17 @@ func TestThrottledWorkflowStartsOnceAdmitted(t *testing.T) {
 		t.Fatalf("workflow %s %q, want Running with no message", wf.Status.Phase, wf.Status.Message)
 	}
 }
+
+// TestTheControllerArtifactRepositoryIsTheLastDefault: without a reference or a namespace ConfigMap, the
+// controller ConfigMap's artifactRepository is stored as the default, and output artifacts go there.
+func TestTheControllerArtifactRepositoryIsTheLastDefault(t *testing.T) {
+	wf := artifactWorkflow(t, "", plainProducer)
+	e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}, ConfigMaps: &fakeConfigMaps{},
+		Config: controllerconfig.Static{Config: configOf(t, "artifactRepository: {s3: {bucket: from-controller, endpoint: s3.example.com}}")}}
+	runPass(t, e, wf, time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	ref := wf.Status.ArtifactRepositoryRef
+	if wf.Status.Phase != wfv1.WorkflowRunning || ref == nil || !ref.Default || ref.ArtifactRepository == nil || ref.ArtifactRepository.S3 == nil ||
+		ref.ArtifactRepository.S3.Bucket != "from-controller" {
+		t.Fatalf("workflow %s %q, artifactRepositoryRef %+v: want Running with the controller's repository as default", wf.Status.Phase, wf.Status.Message, ref)
+	}
+}

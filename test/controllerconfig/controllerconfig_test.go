@@ -254,3 +254,41 @@ spec: {entrypoint: main, templates: [{name: main, container: {image: alpine, com
 	e.waitPhase(first, wfv1.WorkflowSucceeded)
 	e.waitPhase(second, wfv1.WorkflowSucceeded)
 }
+
+// reasons are the Event reasons recorded on a workflow, once its WorkflowSucceeded Event is visible: the
+// controller's Event sink writes in order, so the node Events of the same and earlier passes are there.
+func (e *env) reasons(workflow string) []string {
+	e.t.Helper()
+	var reasons []string
+	e.waitFor("recorded WorkflowSucceeded on "+workflow, func(ctx context.Context) (bool, error) {
+		events, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + workflow})
+		if err != nil {
+			return false, err
+		}
+		reasons = reasons[:0]
+		for _, ev := range events.Items {
+			reasons = append(reasons, ev.Reason)
+		}
+		return slices.Contains(reasons, engine.ReasonWorkflowSucceeded), nil
+	})
+	return reasons
+}
+
+// TestNodeEventsDisabledStopsNodeEvents: nodeEvents.enabled false stops the WorkflowNode* Events and
+// keeps the workflow's own; enabling it again (no restart) brings them back.
+func TestNodeEventsDisabledStopsNodeEvents(t *testing.T) {
+	e := start(t, "nodeEvents: {enabled: false}\n", simnode.Script{})
+	quiet := e.submit(twoSteps)
+	e.waitPhase(quiet, wfv1.WorkflowSucceeded)
+	if got := e.reasons(quiet); slices.ContainsFunc(got, engine.IsNodeEvent) {
+		t.Errorf("events with node events disabled: %v, want none of WorkflowNode*", got)
+	}
+
+	e.writeConfig("nodeEvents: {enabled: true}\n", false)
+	e.waitFor("took the edit", func(context.Context) (bool, error) { return e.watcher.Current().NodeEvents.IsEnabled(), nil })
+	loud := e.submit(twoSteps)
+	e.waitPhase(loud, wfv1.WorkflowSucceeded)
+	if got := e.reasons(loud); !slices.Contains(got, engine.ReasonNodeSucceeded) {
+		t.Errorf("events with node events enabled: %v, want %s among them", got, engine.ReasonNodeSucceeded)
+	}
+}
