@@ -43,6 +43,7 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
+	"github.com/wfguard/wfguard/retention"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 	"github.com/wfguard/wfguard/throttle"
@@ -134,7 +135,8 @@ type Controller struct {
 	inf      *informerSet
 	engine   *engine.Engine
 	locks    *synchronization.Manager
-	throttle *throttle.Throttle // parallelism / namespaceParallelism of the controller config
+	throttle *throttle.Throttle   // parallelism / namespaceParallelism of the controller config
+	retain   *retention.Collector // retentionPolicy of the controller config
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
 	podgc    *podgc.Collector
@@ -292,10 +294,14 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		cfg := controllerconfig.CurrentOf(opts.Config)
 		return cfg.Parallelism, cfg.NamespaceParallelism
 	}, func(key string) { c.queue.Add(key) })
-	if notifier, ok := opts.Config.(interface {
-		OnChange(func(*argoconfig.Config))
-	}); ok {
-		notifier.OnChange(func(*argoconfig.Config) { c.throttle.Refill() })
+	if c.retain, err = c.newRetention(); err != nil {
+		return nil, err
+	}
+	if notifier, ok := opts.Config.(configNotifier); ok {
+		notifier.OnChange(func(*argoconfig.Config) {
+			c.throttle.Refill()
+			c.retain.Trigger()
+		})
 	}
 	c.engine = &engine.Engine{
 		Locks:               c.locks,
@@ -374,6 +380,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		c.actionGC.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.retain.Run(ctx)
 	}()
 	for range c.opts.Workers {
 		wg.Add(1)

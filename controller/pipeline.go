@@ -116,6 +116,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	c.throttle.Remove(key)
+	c.retain.Trigger()
 	pods := c.podsOf(wf)
 	if err := errors.Join(c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions), c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
 		return 0, err
