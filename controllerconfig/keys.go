@@ -1,5 +1,7 @@
 package controllerconfig
 
+import "github.com/argoproj/argo-workflows/v3/config"
+
 // Honoured are the top-level keys wfguard applies (docs/configmap.md says how).
 var Honoured = map[string]bool{
 	"workflowDefaults":         true,
@@ -33,4 +35,16 @@ func unsupportedReason(key string) string {
 		return r
 	}
 	return "not supported by wfguard yet"
+}
+
+// partlyApplied are settings under honoured keys that wfguard does not apply, keyed by their path.
+func partlyApplied(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	if cfg.NodeEvents.SendAsPod {
+		out["nodeEvents.sendAsPod"] = "node Events are always recorded on the Workflow"
+	}
+	if cfg.WorkflowRestrictions.MustNotChangeSpec() {
+		out["workflowRestrictions.templateReferencing: Secure"] = "applied as Strict: a running workflow's template is not checked for changes"
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Versions of the controller ConfigMap read, by result: valid (now in force), invalid (the last valid config stays), deleted (defaults in force)."},
 			[]string{"result"}),
 		unsupported: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wfguard_controller_config_unsupported_keys",
-			Help: "Top-level keys set in the controller config in force that wfguard does not apply."}),
+			Help: "Keys (top-level, and settings under honoured keys) set in the controller config in force that wfguard does not apply."}),
 	}
 	for _, c := range []prometheus.Collector{m.loads, m.unsupported} {
 		if err := reg.Register(c); err != nil {

@@ -209,5 +209,12 @@ func (w *Watcher) reportUnsupported(cfg *config.Config) {
 		w.reported[k] = true
 		w.log.Warn("controller ConfigMap key not applied by wfguard", "key", k, "reason", unsupportedReason(k))
 	}
+	for path, reason := range partlyApplied(cfg) {
+		count++
+		if !w.reported[path] {
+			w.reported[path] = true
+			w.log.Warn("controller ConfigMap setting not applied by wfguard", "key", path, "reason", reason)
+		}
+	}
 	w.metrics.unsupported.Set(float64(count))
 }
