@@ -19,14 +19,21 @@ var Honoured = map[string]bool{
 
 // ignoredReasons say why a key argo knows is not applied; keys without a reason are not supported yet.
 var ignoredReasons = map[string]string{
-	"links":           "read by argo-server only",
-	"columns":         "read by argo-server only",
-	"navColor":        "read by argo-server only",
-	"sso":             "read by argo-server only",
-	"persistence":     "wfguard has no workflow archive or node status offload",
-	"namespace":       "wfguard's namespace comes from --namespaced / --managed-namespace",
-	"metricsConfig":   "wfguard serves its metrics on --metrics-port",
-	"telemetryConfig": "wfguard exports no OpenTelemetry",
+	"links":              "read by argo-server only",
+	"columns":            "read by argo-server only",
+	"navColor":           "read by argo-server only",
+	"sso":                "read by argo-server only",
+	"persistence":        "wfguard has no workflow archive or node status offload",
+	"namespace":          "wfguard's namespace comes from --namespaced / --managed-namespace",
+	"metricsConfig":      "wfguard serves its metrics on --metrics-port",
+	"telemetryConfig":    "wfguard exports no OpenTelemetry",
+	"workflowEvents":     "not supported by wfguard yet: workflow Events are always recorded",
+	"kubeConfig":         "not supported by wfguard yet: executors use their pod's service account",
+	"resourceRateLimit":  "not supported by wfguard yet: pod creation is bounded by --qps and --burst",
+	"podSpecLogStrategy": "not supported by wfguard yet",
+	"initialDelay":       "not supported by wfguard yet: workflows are processed when first seen",
+	"images":             "not supported by wfguard yet: a container without a command is refused",
+	"synchronization":    "database-backed locks are not supported; ConfigMap semaphores and mutexes are",
 }
 
 // unsupportedReason says why a key set in the ConfigMap has no effect.
