@@ -135,3 +135,35 @@ func TestTheControllerArtifactRepositoryIsTheLastDefault(t *testing.T) {
 		t.Fatalf("workflow %s %q, artifactRepositoryRef %+v: want Running with the controller's repository as default", wf.Status.Phase, wf.Status.Message, ref)
 	}
 }
+
+// TestWorkflowDefaultsRankBelowAWorkflowTemplate: for a workflowTemplateRef the stored spec is the
+// workflow's, then the template's, then the defaults' values; the defaults' labels reach the workflow.
+func TestWorkflowDefaultsRankBelowAWorkflowTemplate(t *testing.T) {
+	src := &fakeTemplates{objects: map[string]string{"lib": `
+entrypoint: main
+serviceAccountName: from-template
+templates: [{name: main, container: {image: alpine, command: ["true"]}}]
+`}}
+	cfg := configOf(t, `
+workflowDefaults:
+  metadata: {labels: {pool: batch}}
+  spec: {serviceAccountName: from-defaults, priority: 3, nodeSelector: {pool: batch}}
+`)
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(`{metadata: {name: ref, namespace: ns, uid: 33333333-1111-1111-1111-111111111111}, spec: {workflowTemplateRef: {name: lib}, priority: 7}}`), wf); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}, Templates: src, Config: controllerconfig.Static{Config: cfg}}
+	runPass(t, e, wf, time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	stored := wf.Status.StoredWorkflowSpec
+	if wf.Status.Phase != wfv1.WorkflowRunning || stored == nil {
+		t.Fatalf("workflow %s %q, want Running with a stored spec", wf.Status.Phase, wf.Status.Message)
+	}
+	if stored.ServiceAccountName != "from-template" || *stored.Priority != 7 || stored.NodeSelector["pool"] != "batch" {
+		t.Errorf("stored spec: serviceAccount %q priority %d nodeSelector %v; want the template's account, the workflow's priority, the defaults' nodeSelector",
+			stored.ServiceAccountName, *stored.Priority, stored.NodeSelector)
+	}
+	if wf.Labels["pool"] != "batch" {
+		t.Errorf("workflow labels = %v, want the defaults' pool=batch", wf.Labels)
+	}
+}
