@@ -136,7 +136,9 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	wasThrottled := throttled(wf)
-	if (wf.Status.Phase == wfv1.WorkflowUnknown || wasThrottled) && !e.admitted(p) {
+	// Every workflow not yet Running needs a slot, also one waiting for its locks after a restart (the
+	// throttle restores only Running ones).
+	if !e.admitted(p) {
 		return false, nil
 	}
 	if wf.Status.Phase == wfv1.WorkflowPending && !wasThrottled {
