@@ -51,8 +51,10 @@ func TestCollectDeletesTheExcessAndCountsIt(t *testing.T) {
 	var deleted []string
 	reg := prometheus.NewRegistry()
 	c, err := NewCollector(Collector{
-		Completed: func() []Workflow { return []Workflow{wf("a", wfv1.WorkflowSucceeded, 1), wf("b", wfv1.WorkflowSucceeded, 2)} },
-		Policy:    func() *config.RetentionPolicy { return &config.RetentionPolicy{Completed: 1, Failed: 1, Errored: 1} },
+		Completed: func() []Workflow {
+			return []Workflow{wf("a", wfv1.WorkflowSucceeded, 1), wf("b", wfv1.WorkflowSucceeded, 2)}
+		},
+		Policy: func() *config.RetentionPolicy { return &config.RetentionPolicy{Completed: 1, Failed: 1, Errored: 1} },
 		Delete: func(_ context.Context, ns, name string, uid types.UID) error {
 			deleted = append(deleted, ns+"/"+name+"@"+string(uid))
 			return nil
