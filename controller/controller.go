@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	argoconfig "github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
@@ -34,6 +35,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
@@ -42,8 +44,10 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
+	"github.com/wfguard/wfguard/retention"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
+	"github.com/wfguard/wfguard/throttle"
 )
 
 // Options configure a Controller. Zero values give the defaults.
@@ -86,6 +90,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
 	Validate func(*wfv1.Workflow) error
+	// Config is argo's controller ConfigMap in force (controllerconfig.Watcher); nil is an empty config.
+	// A Source that also has OnChange(func(*argoconfig.Config)) makes a raised parallelism take effect at once.
+	Config   controllerconfig.Source
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
@@ -134,6 +141,8 @@ type Controller struct {
 	inf      *informerSet
 	engine   *engine.Engine
 	locks    *synchronization.Manager
+	throttle *throttle.Throttle   // parallelism / namespaceParallelism of the controller config
+	retain   *retention.Collector // retentionPolicy of the controller config
 	releaser *podfinalizer.Releaser
 	results  *taskresult.Observer
 	podgc    *podgc.Collector
@@ -257,6 +266,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
 		return nil, err
 	}
+	c.podgc.Settings = func() podgc.Settings { return podGCSettings(controllerconfig.CurrentOf(opts.Config)) }
 	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
 		return nil, err
 	}
@@ -292,6 +302,19 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(func(key string) { c.queue.Add(key) })
+	c.throttle = throttle.New(func() (int, int) {
+		cfg := controllerconfig.CurrentOf(opts.Config)
+		return cfg.Parallelism, cfg.NamespaceParallelism
+	}, func(key string) { c.queue.Add(key) })
+	if c.retain, err = c.newRetention(); err != nil {
+		return nil, err
+	}
+	if notifier, ok := opts.Config.(configNotifier); ok {
+		notifier.OnChange(func(*argoconfig.Config) {
+			c.throttle.Refill()
+			c.retain.Trigger()
+		})
+	}
 	c.engine = &engine.Engine{
 		Locks:               c.locks,
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
@@ -303,6 +326,8 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Metrics:             c.custom,
 		Validate:            opts.Validate,
+		Config:              opts.Config,
+		Admission:           c.throttle,
 		ExecutorImage:       opts.ExecutorImage,
 		InstanceID:          opts.InstanceID,
 		StatusFinalizer:     opts.StatusFinalizer,
@@ -367,6 +392,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		c.actionGC.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.retain.Run(ctx)
 	}()
 	for range c.opts.Workers {
 		wg.Add(1)
@@ -486,5 +516,8 @@ func (c *Controller) restoreLocks() {
 			continue // the undecodable-workflow path fails it
 		}
 		c.locks.Restore(wf)
+		if wf.Status.Phase == wfv1.WorkflowRunning {
+			c.throttle.Running(wf.Namespace, wf.Name) // a running workflow holds its parallelism slot
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podidentity"
@@ -107,6 +108,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.results.SetWaiting(key, 0)
 	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
+	c.throttle.Remove(key)
 	return errors.Join(c.drainer.FailOrphans(ctx, key), c.releaser.ReleaseOrphans(ctx, key))
 }
 
@@ -115,6 +117,8 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 // resume (also after a restart).
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
+	c.throttle.Remove(key)
+	c.retain.Trigger()
 	pods := c.podsOf(wf)
 	retry, settleErr := c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions)
 	if err := errors.Join(settleErr, c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
@@ -313,7 +317,11 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 	if !wrote {
 		return
 	}
+	nodeEvents := controllerconfig.CurrentOf(c.opts.Config).NodeEvents.IsEnabled()
 	for _, e := range p.Events {
+		if !nodeEvents && engine.IsNodeEvent(e.Reason) {
+			continue // the controller config's nodeEvents.enabled: false
+		}
 		typ := corev1.EventTypeNormal
 		if e.Warning {
 			typ = corev1.EventTypeWarning
@@ -330,6 +338,7 @@ func (c *Controller) afterPersist(p *pass, wrote bool) {
 	c.emitCustomMetrics(p)
 	c.reportPhaseChanges(p)
 	if p.WF.Status.Phase.Completed() {
+		c.throttle.Remove(p.key)
 		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
 		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)
 	}

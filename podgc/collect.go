@@ -21,6 +21,24 @@ type Collector struct {
 	kube    kubernetes.Interface
 	clock   clock.PassiveClock
 	metrics *metrics
+	// Settings are the controller ConfigMap's podGC settings in force; nil: none.
+	Settings func() Settings
+}
+
+// Settings are the controller ConfigMap's podGC settings.
+type Settings struct {
+	// DeleteDelay applies to workflows whose podGC sets no deleteDelayDuration (podGCDeleteDelayDuration);
+	// nil deletes at once.
+	DeleteDelay *time.Duration
+	// GracePeriodSeconds is the deletion's grace period (podGCGracePeriodSeconds); nil is the pod's own.
+	GracePeriodSeconds *int64
+}
+
+func (c *Collector) settings() Settings {
+	if c.Settings == nil {
+		return Settings{}
+	}
+	return c.Settings()
 }
 
 // NewCollector builds a Collector and registers wfguard_podgc_deleted_total on reg.
@@ -36,7 +54,8 @@ func NewCollector(kube kubernetes.Interface, clk clock.PassiveClock, reg prometh
 // (durable across restarts), then the pod is deleted when due. It returns when to look again.
 func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) (time.Duration, error) {
 	now := c.clock.Now()
-	decisions, err := PodsToDelete(wf, pods, now)
+	settings := c.settings()
+	decisions, err := PodsToDelete(wf, pods, now, settings.DeleteDelay)
 	if err != nil {
 		return 0, nil // a bad podGC spec was reported at validation; nothing to collect
 	}
@@ -59,7 +78,8 @@ func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[str
 		case now.Before(d.At):
 			requeue(d.At.Sub(now))
 		default:
-			err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}})
+			err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}, GracePeriodSeconds: settings.GracePeriodSeconds})
 			switch {
 			case err == nil:
 				c.metrics.deleted.Inc()

@@ -35,7 +35,9 @@ func StrategyAnnotation(wf *wfv1.Workflow) string {
 // PodsToDelete applies the workflow's podGC to the persisted workflow: a pod is due once its node (or the
 // workflow) is final as the strategy requires, its status finalizer released, and the delay passed. Pods
 // are never deleted before their capture is persisted: a pod still holding our finalizer is not due.
-func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now time.Time) ([]GCDecision, error) {
+// defaultDelay applies when the workflow's podGC sets no deleteDelayDuration (the controller ConfigMap's
+// podGCDeleteDelayDuration); nil deletes at once.
+func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now time.Time, defaultDelay *time.Duration) ([]GCDecision, error) {
 	gc := persisted.Spec.PodGC
 	if gc == nil || gc.GetStrategy() == wfv1.PodGCOnPodNone {
 		return nil, nil
@@ -47,6 +49,9 @@ func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now tim
 	delay, err := gc.GetDeleteDelayDuration()
 	if err != nil {
 		return nil, fmt.Errorf("podGC.deleteDelayDuration: %w", err)
+	}
+	if delay < 0 && defaultDelay != nil { // negative: the workflow left it unset
+		delay = *defaultDelay
 	}
 	var out []GCDecision
 	for nodeID, pod := range pods {

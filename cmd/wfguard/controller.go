@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	argoconfig "github.com/argoproj/argo-workflows/v3/config"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -30,6 +31,7 @@ import (
 	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -47,6 +49,8 @@ type controllerFlags struct {
 	burst              int
 	executorImage      string
 	instanceID         string
+	configMap          string
+	controllerNS       string
 	leaderElect        bool
 	leaderElectionNS   string
 	leaderElectionID   string
@@ -72,8 +76,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.IntVar(&f.cronWorkers, "cron-workflow-workers", 8, "number of CronWorkflow reconcile workers (0 turns CronWorkflows off)")
 	fs.Float64Var(&f.qps, "qps", 20, "API client queries per second")
 	fs.IntVar(&f.burst, "burst", 30, "API client burst")
-	fs.StringVar(&f.executorImage, "executor-image", podspec.DefaultExecutorImage, "argoexec image for the init and wait containers")
-	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id>")
+	fs.StringVar(&f.executorImage, "executor-image", "", "argoexec image for the init and wait containers (overrides the ConfigMap's executor.image; default "+podspec.DefaultExecutorImage+")")
+	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id> (overrides the ConfigMap's instanceID)")
+	fs.StringVar(&f.configMap, "configmap", controllerconfig.DefaultName, "name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", os.Getenv("LEADER_ELECTION_DISABLE") != "true", "elect a leader with a Lease (LEADER_ELECTION_DISABLE=true turns it off)")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", envOr("NAMESPACE", "argo"), "namespace of the leader-election Lease")
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
@@ -96,6 +101,10 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	f.controllerNS = envOr("NAMESPACE", "argo")
+	if f.configMap == "" {
+		return nil, fmt.Errorf("--configmap must name a ConfigMap")
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
@@ -126,12 +135,6 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.logFormat != "json" && f.logFormat != "text" {
 		return nil, fmt.Errorf("--log-format must be json or text, got %q", f.logFormat)
-	}
-	if f.leaderElectionID == "" {
-		f.leaderElectionID = "workflow-controller"
-		if f.instanceID != "" {
-			f.leaderElectionID += "-" + f.instanceID
-		}
 	}
 	return f, nil
 }
@@ -241,8 +244,29 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("building the argo client: %w", err)
 	}
+	ctx, stopConfig := context.WithCancel(ctx)
+	defer stopConfig()
+	settings, err := watchControllerConfig(ctx, config, f, registry, log)
+	if err != nil {
+		return err
+	}
+	instanceID := f.instanceID
+	if instanceID == "" {
+		instanceID = settings.Current().InstanceID // read once: the informers' selectors are built with it
+	}
+	settings.OnChange(func(c *argoconfig.Config) {
+		if f.instanceID == "" && c.InstanceID != instanceID {
+			log.Warn("the controller ConfigMap's instanceID changed; it takes effect at the next restart", "inForce", instanceID, "configured", c.InstanceID)
+		}
+	})
+	if f.leaderElectionID == "" {
+		f.leaderElectionID = "workflow-controller" // argo's Lease name, per instance ID
+		if instanceID != "" {
+			f.leaderElectionID += "-" + instanceID
+		}
+	}
 	opts := controller.Options{
-		Namespace: namespace, InstanceID: f.instanceID, Workers: f.workers, ExecutorImage: f.executorImage,
+		Namespace: namespace, InstanceID: instanceID, Config: settings, Workers: f.workers, ExecutorImage: f.executorImage,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
@@ -273,6 +297,24 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return run(ctx)
 	}
 	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics, run)
+}
+
+// watchControllerConfig starts watching argo's controller ConfigMap and waits for its first read (a
+// missing ConfigMap is the default config). The watch ends with ctx.
+func watchControllerConfig(ctx context.Context, config *rest.Config, f *controllerFlags, registry prometheus.Registerer, log *slog.Logger) (*controllerconfig.Watcher, error) {
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("building the controller ConfigMap client: %w", err)
+	}
+	w, err := controllerconfig.NewWatcher(controllerconfig.Options{Kube: kube, Namespace: f.controllerNS, Name: f.configMap, Log: log, Registry: registry})
+	if err != nil {
+		return nil, err
+	}
+	go w.Run(ctx)
+	if err := w.WaitForSync(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // runWithLeaderElection runs run (the controller and what runs beside it) while this process leads.

@@ -39,7 +39,7 @@ var errNoRepository = errors.New("no artifact repository")
 // deleted later does not change a running workflow. spec.artifactRepositoryRef names a ConfigMap
 // (default artifact-repositories) and key (default: the ConfigMap's annotated default) in the workflow's
 // namespace; without one, the namespace's artifact-repositories ConfigMap is used if it has its default
-// key; else the workflow has no repository (wfguard has no controller-level default). An error is
+// key; else the controller ConfigMap's artifactRepository, if any. An error is
 // argo's wording, for the workflow's Error message; an API error worth retrying is an *apiError.
 func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
 	wf := p.WF
@@ -56,7 +56,10 @@ func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
 	case errors.Is(err, errNoRepository) && ref != nil:
 		return fmt.Errorf("failed to resolve artifact repository: failed to find any artifact repository for artifact repository ref %q", ref.String())
 	case errors.Is(err, errNoRepository):
-		resolved = &wfv1.ArtifactRepositoryRefStatus{Default: true} // argo's controller default; wfguard has none
+		resolved = &wfv1.ArtifactRepositoryRefStatus{Default: true} // the controller's default
+		if repo := e.controllerConfig().ArtifactRepository; repo.Get() != nil {
+			resolved.ArtifactRepository = repo.DeepCopy()
+		}
 	case err != nil:
 		var api *apiError
 		if errors.As(err, &api) {

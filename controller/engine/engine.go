@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wfguard/wfguard/controller/podspec"
+	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/memoize"
@@ -61,7 +62,13 @@ type Engine struct {
 	// need no registry apply when they are emitted.
 	Metrics MetricsChecker
 	// Validate checks a new workflow's spec; an error fails the workflow with "invalid spec: ...".
-	Validate        func(wf *wfv1.Workflow) error
+	Validate func(wf *wfv1.Workflow) error
+	// Config is the controller ConfigMap's config in force (workflowDefaults, executor, mainContainer,
+	// workflowRestrictions); nil is an empty config.
+	Config controllerconfig.Source
+	// Admission holds new workflows Pending beyond parallelism / namespaceParallelism; nil admits all.
+	Admission Admission
+	// ExecutorImage is --executor-image; "" takes the ConfigMap's executor.image, else argo's image.
 	ExecutorImage   string
 	InstanceID      string
 	StatusFinalizer bool
@@ -128,8 +135,26 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if wf.Status.Phase == wfv1.WorkflowPending {
+	wasThrottled := throttled(wf)
+	// Every workflow not yet Running needs a slot, also one waiting for its locks after a restart (the
+	// throttle restores only Running ones).
+	if !e.admitted(p) {
+		return false, nil
+	}
+	if wf.Status.Phase == wfv1.WorkflowPending && !wasThrottled {
 		return e.startWaiting(ctx, p) // validated when first seen; waiting for its locks
+	}
+	if wasThrottled {
+		wf.Status.Message = ""
+	}
+	cfg := e.controllerConfig()
+	if err := checkRestrictions(cfg, wf); err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
+		return false, nil
+	}
+	if err := applyWorkflowDefaults(cfg, wf); err != nil {
+		e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
+		return false, nil
 	}
 	if err := e.storeWorkflowTemplateSpec(ctx, p); err != nil {
 		if apierror.Transient(err) {
@@ -633,9 +658,11 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, err.Error()), &startError{err: err}
 	}
+	cfg := e.controllerConfig()
 	pod, err := podspec.Build(podspec.Input{
 		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
-		ExecutorImage: e.ExecutorImage, InstanceID: e.InstanceID, IncludeScriptOutput: include,
+		ExecutorImage: e.executorImage(cfg), Executor: cfg.Executor, MainContainer: cfg.MainContainer,
+		InstanceID: e.InstanceID, IncludeScriptOutput: include,
 		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
 		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
 	})

@@ -294,6 +294,9 @@ func (e *Engine) storeWorkflowTemplateSpec(ctx context.Context, p *Pass) error {
 	if err != nil {
 		return fmt.Errorf("merging the spec of %s workflow template %s: %w", base.scope, ref.Name, err)
 	}
+	if merged, err = withWorkflowDefaults(e.controllerConfig(), p.WF, merged); err != nil {
+		return err
+	}
 	p.WF.Status.StoredWorkflowSpec = merged
 	return nil
 }

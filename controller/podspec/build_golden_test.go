@@ -29,6 +29,7 @@ func TestBuildMatchesGoldenPods(t *testing.T) {
 		{"a resource create with setOwnerReference runs argoexec resource as main, owner added to the manifest, no wait", "resource-create", resourceCreateInput()},
 		{"a resource patch with mergeStrategy and flags names its own pod through {{pod.name}}", "resource-patch", resourcePatchInput()},
 		{"a resource apply with manifestFrom mounts the downloaded manifest into main and archives logs with a wait container", "resource-manifest-from", resourceManifestFromInput()},
+		{"a configured executor's pull policy, resources, securityContext, args and env reach init and wait; mainContainer defaults merge under main", "configured-executor", configuredExecutorInput()},
 		{"a data template runs argoexec data as an emissary-wrapped main with the source's credentials, no wait", "data", dataInput()},
 	}
 	for _, tt := range tests {

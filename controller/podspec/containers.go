@@ -36,7 +36,11 @@ func (b *builder) addContainers(pod *corev1.Pod) error {
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, b.resourceMainContainer())
 	default:
-		pod.Spec.Containers = append([]corev1.Container{b.executorContainer(common.WaitContainerName, "wait")}, b.mainContainers()...)
+		mains, err := b.mainContainers()
+		if err != nil {
+			return err
+		}
+		pod.Spec.Containers = append([]corev1.Container{b.executorContainer(common.WaitContainerName, "wait")}, mains...)
 	}
 	return nil
 }
@@ -48,7 +52,13 @@ func (b *builder) executorContainer(name, subcommand string) corev1.Container {
 		Command: append([]string{"argoexec", subcommand}, executorLogOptions...),
 		Env:     b.executorEnv(),
 	}
-	if isResource(b.tmpl) {
+	if cfg := b.in.Executor; cfg != nil {
+		cfg = cfg.DeepCopy()
+		ctr.ImagePullPolicy, ctr.Resources, ctr.SecurityContext, ctr.Args = cfg.ImagePullPolicy, cfg.Resources, cfg.SecurityContext, cfg.Args
+		ctr.Env = append(ctr.Env, cfg.Env...)
+	}
+	// A configured securityContext replaces the locked-down one of resource pods, as in argo.
+	if isResource(b.tmpl) && ctr.SecurityContext == nil {
 		ctr.SecurityContext = resourceSecurityContext(name)
 	}
 	return ctr

@@ -1,20 +1,57 @@
 package podspec
 
 import (
+	"encoding/json"
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // mainContainers are the containers the user's template runs: one main, or each container of a
 // containerSet under its own name, as argo runs them side by side in one pod.
-func (b *builder) mainContainers() []corev1.Container {
-	if b.tmpl.ContainerSet == nil {
-		return []corev1.Container{b.mainContainer()}
+func (b *builder) mainContainers() ([]corev1.Container, error) {
+	var ctrs []corev1.Container
+	if b.tmpl.ContainerSet != nil {
+		ctrs = containerSetContainers(b.tmpl.ContainerSet)
+	} else {
+		ctrs = []corev1.Container{b.mainContainer()}
 	}
-	return containerSetContainers(b.tmpl.ContainerSet)
+	if b.in.MainContainer == nil {
+		return ctrs, nil
+	}
+	for i := range ctrs {
+		merged, err := withContainerDefaults(b.in.MainContainer, ctrs[i])
+		if err != nil {
+			return nil, fmt.Errorf("merging the controller's mainContainer defaults into %s: %w", describeContainer(&ctrs[i]), err)
+		}
+		ctrs[i] = merged
+	}
+	return ctrs, nil
+}
+
+// withContainerDefaults merges ctr over defaults with Kubernetes' strategic merge (ctr's fields win,
+// lists merge by their keys), as argo merges the controller's mainContainer.
+func withContainerDefaults(defaults *corev1.Container, ctr corev1.Container) (corev1.Container, error) {
+	base, err := json.Marshal(defaults)
+	if err != nil {
+		return ctr, err
+	}
+	own, err := json.Marshal(ctr)
+	if err != nil {
+		return ctr, err
+	}
+	mergedJSON, err := strategicpatch.StrategicMergePatch(base, own, corev1.Container{})
+	if err != nil {
+		return ctr, err
+	}
+	var merged corev1.Container
+	if err := json.Unmarshal(mergedJSON, &merged); err != nil {
+		return ctr, err
+	}
+	return merged, nil
 }
 
 // containerSetContainers are the set's containers in its order, each mounting the set's shared

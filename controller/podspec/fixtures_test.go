@@ -267,3 +267,26 @@ func containerSetInput() Input {
 	in.Template = containerSetTemplate()
 	return in
 }
+
+// configuredExecutorInput is a container template run by a controller whose ConfigMap sets executor and
+// mainContainer.
+func configuredExecutorInput() Input {
+	in := containerInput()
+	in.ExecutorImage = "registry.example.com/argoexec:v3.7.9"
+	in.Executor = &corev1.Container{
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		},
+		SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)},
+		Args:            []string{"--gloglevel", "2"},
+		Env:             []corev1.EnvVar{{Name: "EXECUTOR_TRACE", Value: "1"}},
+	}
+	in.MainContainer = &corev1.Container{
+		ImagePullPolicy: corev1.PullAlways,
+		Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+		Env:             []corev1.EnvVar{{Name: "FROM_DEFAULTS", Value: "yes"}},
+	}
+	return in
+}

@@ -27,12 +27,18 @@ const (
 // Input is everything needed to build one step pod. Build only reads it: the
 // workflow usually comes from an informer cache and must not be mutated.
 type Input struct {
-	Workflow            *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
-	NodeName            string
-	NodeID              string
-	Template            *wfv1.Template // already resolved and substituted; container, containerSet, script, resource or data template
-	ExecutorImage       string         // "" = DefaultExecutorImage
-	InstanceID          string         // "" = none (then no instance-id label / env)
+	Workflow      *wfv1.Workflow // name, namespace, UID; spec.serviceAccountName, podMetadata, nodeSelector, tolerations, affinity, imagePullSecrets, securityContext, priorityClassName, schedulerName, hostNetwork, dnsPolicy, dnsConfig, automountServiceAccountToken, volumes
+	NodeName      string
+	NodeID        string
+	Template      *wfv1.Template // already resolved and substituted; container, containerSet, script, resource or data template
+	ExecutorImage string         // "" = DefaultExecutorImage
+	// Executor is the controller ConfigMap's executor: its imagePullPolicy, resources, securityContext,
+	// args and env go into the init and wait containers (its image comes through ExecutorImage). nil: none.
+	Executor *corev1.Container
+	// MainContainer is the controller ConfigMap's mainContainer: merged under every main container, the
+	// template's own fields winning. nil: none.
+	MainContainer       *corev1.Container
+	InstanceID          string // "" = none (then no instance-id label / env)
 	IncludeScriptOutput bool
 	Deadline            time.Time // zero = none; becomes ARGO_DEADLINE (zero time formats as 0001-01-01T00:00:00Z) and activeDeadlineSeconds relative to Now
 	Now                 time.Time // injected clock for activeDeadlineSeconds

@@ -1,0 +1,311 @@
+package controllerconfig_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-workflows/v3/config"
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controllerconfig"
+	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controlplanetest.WithControlPlane(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+const timeout = time.Minute
+
+// env is a controller reading its ConfigMap from its own namespace, running workflows in another.
+type env struct {
+	t       *testing.T
+	kube    kubernetes.Interface
+	argo    versioned.Interface
+	ctlNS   string // the controller's namespace, holding the ConfigMap
+	ns      string // the workflows' namespace
+	watcher *controllerconfig.Watcher
+	env     *harness.Env
+}
+
+func start(t *testing.T, configDoc string, script simnode.Script) *env {
+	t.Helper()
+	e := &env{t: t, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config()),
+		ctlNS: harness.Namespace(t, cp.Config(), "cfgctl"), ns: harness.Namespace(t, cp.Config(), "cfg")}
+	e.writeConfig(configDoc, true)
+	w, err := controllerconfig.NewWatcher(controllerconfig.Options{Kube: e.kube, Namespace: e.ctlNS, Log: harness.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done }) // registered first: runs after the controller stopped
+	if err := w.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.watcher = w
+	e.env = harness.Start(t, cp.Config(), controller.Options{Namespace: e.ns, Workers: 4, Config: w,
+		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(t)},
+		simnode.Options{Namespace: e.ns, Script: script})
+	return e
+}
+
+func (e *env) writeConfig(doc string, create bool) {
+	e.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ctlNS, Name: controllerconfig.DefaultName},
+		Data: map[string]string{controllerconfig.ConfigKey: doc}}
+	var err error
+	if create {
+		_, err = e.kube.CoreV1().ConfigMaps(e.ctlNS).Create(e.t.Context(), cm, metav1.CreateOptions{})
+	} else {
+		_, err = e.kube.CoreV1().ConfigMaps(e.ctlNS).Update(e.t.Context(), cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) submit(manifest string) string {
+	e.t.Helper()
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		e.t.Fatal(err)
+	}
+	created, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(e.t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created.Name
+}
+
+func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, error)) {
+	e.t.Helper()
+	if err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, timeout, true, cond); err != nil {
+		e.t.Fatalf("never %s: %v", what, err)
+	}
+}
+
+func (e *env) workflow(name string) *wfv1.Workflow {
+	e.t.Helper()
+	wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return wf
+}
+
+func (e *env) waitPhase(name string, phase wfv1.WorkflowPhase) *wfv1.Workflow {
+	e.t.Helper()
+	var wf *wfv1.Workflow
+	e.waitFor("saw workflow "+name+" "+string(phase), func(ctx context.Context) (bool, error) {
+		wf = e.workflow(name)
+		return wf.Status.Phase == phase, nil
+	})
+	return wf
+}
+
+func (e *env) pods(workflow string) []corev1.Pod {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Pods(e.ns).List(e.t.Context(), metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + workflow})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+const twoSteps = `
+metadata: {generateName: two-steps-}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - [{name: a, template: work}]
+    - [{name: b, template: work}]
+  - {name: work, container: {image: alpine, command: ["true"]}}
+`
+
+func configWithPool(pool string) string {
+	return `
+workflowDefaults:
+  spec:
+    tolerations: [{key: pool, operator: Equal, value: ` + pool + `, effect: NoSchedule}]
+    podMetadata: {labels: {pool: ` + pool + `}}
+executor:
+  resources: {requests: {cpu: 15m, memory: 40Mi}}
+`
+}
+
+// checkPods asserts every pod of the workflow carries the default toleration and pod label of pool and
+// the executor resources on its init and wait containers.
+func (e *env) checkPods(workflow, pool string) {
+	e.t.Helper()
+	pods := e.pods(workflow)
+	if len(pods) != 2 {
+		e.t.Fatalf("workflow %s has %d pods, want 2", workflow, len(pods))
+	}
+	for _, pod := range pods {
+		// The API server's DefaultTolerationSeconds admission adds its own tolerations beside ours.
+		if !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == "pool" && t.Value == pool }) {
+			e.t.Errorf("pod %s tolerations = %v, want the pool=%s default", pod.Name, pod.Spec.Tolerations, pool)
+		}
+		if pod.Labels["pool"] != pool {
+			e.t.Errorf("pod %s label pool = %q, want %q", pod.Name, pod.Labels["pool"], pool)
+		}
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			if c.Name != common.InitContainerName && c.Name != common.WaitContainerName {
+				continue
+			}
+			if c.Resources.Requests.Cpu().String() != "15m" || c.Resources.Requests.Memory().String() != "40Mi" {
+				e.t.Errorf("pod %s container %s requests %v, want the executor's 15m / 40Mi", pod.Name, c.Name, c.Resources.Requests)
+			}
+		}
+	}
+}
+
+// TestConfigMapShapesEveryWorkflowPodAndFollowsEdits: the ConfigMap's workflowDefaults and executor reach
+// every pod; an edit reaches the next workflow without a restart; an invalid edit keeps the last valid
+// config and emits a ConfigMapInvalid Warning on the ConfigMap.
+func TestConfigMapShapesEveryWorkflowPodAndFollowsEdits(t *testing.T) {
+	e := start(t, configWithPool("batch"), simnode.Script{})
+
+	first := e.submit(twoSteps)
+	e.waitPhase(first, wfv1.WorkflowSucceeded)
+	e.checkPods(first, "batch")
+
+	e.writeConfig(configWithPool("gpu"), false)
+	e.waitFor("took the edit", func(context.Context) (bool, error) {
+		return poolOf(e.watcher.Current()) == "gpu", nil
+	})
+	second := e.submit(twoSteps)
+	e.waitPhase(second, wfv1.WorkflowSucceeded)
+	e.checkPods(second, "gpu")
+
+	e.writeConfig("workflowDefaults: [not, a, workflow]\n", false)
+	e.waitFor("emitted ConfigMapInvalid", func(ctx context.Context) (bool, error) {
+		events, err := e.kube.CoreV1().Events(e.ctlNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == controllerconfig.ReasonConfigMapInvalid && ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.Name == controllerconfig.DefaultName {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	third := e.submit(twoSteps)
+	e.waitPhase(third, wfv1.WorkflowSucceeded)
+	e.checkPods(third, "gpu") // the last valid config
+}
+
+func poolOf(c *config.Config) string {
+	if c.WorkflowDefaults == nil || len(c.WorkflowDefaults.Spec.Tolerations) == 0 {
+		return ""
+	}
+	return c.WorkflowDefaults.Spec.Tolerations[0].Value
+}
+
+// TestNamespaceParallelismHoldsTheNextWorkflowPending: with namespaceParallelism 1, a second workflow
+// stays Pending with argo's message, and no pod, until the first ends; then it runs.
+func TestNamespaceParallelismHoldsTheNextWorkflowPending(t *testing.T) {
+	gate := make(chan struct{})
+	e := start(t, "namespaceParallelism: 1\n", simnode.Script{ByTemplate: map[string]simnode.Behavior{"held": {Hold: gate}}})
+
+	first := e.submit(`
+metadata: {generateName: first-}
+spec: {entrypoint: held, templates: [{name: held, container: {image: alpine, command: ["true"]}}]}
+`)
+	e.waitFor("started the first workflow's pod", func(context.Context) (bool, error) { return len(e.pods(first)) == 1, nil })
+	second := e.submit(`
+metadata: {generateName: second-}
+spec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: ["true"]}}]}
+`)
+	wf := e.waitPhase(second, wfv1.WorkflowPending)
+	if wf.Status.Message != engine.ThrottledMessage {
+		t.Errorf("second workflow's message = %q, want %q", wf.Status.Message, engine.ThrottledMessage)
+	}
+	if n := len(e.pods(second)); n != 0 {
+		t.Errorf("second workflow has %d pods while throttled, want 0", n)
+	}
+	if phase := e.workflow(first).Status.Phase; phase != wfv1.WorkflowRunning {
+		t.Errorf("first workflow is %s while the second waits, want Running", phase)
+	}
+
+	close(gate)
+	e.waitPhase(first, wfv1.WorkflowSucceeded)
+	e.waitPhase(second, wfv1.WorkflowSucceeded)
+}
+
+// reasons are the Event reasons recorded on a workflow, once its WorkflowSucceeded Event is visible: the
+// controller's Event sink writes in order, so the node Events of the same and earlier passes are there.
+func (e *env) reasons(workflow string) []string {
+	e.t.Helper()
+	var reasons []string
+	e.waitFor("recorded WorkflowSucceeded on "+workflow, func(ctx context.Context) (bool, error) {
+		events, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + workflow})
+		if err != nil {
+			return false, err
+		}
+		reasons = reasons[:0]
+		for _, ev := range events.Items {
+			reasons = append(reasons, ev.Reason)
+		}
+		return slices.Contains(reasons, engine.ReasonWorkflowSucceeded), nil
+	})
+	return reasons
+}
+
+// TestNodeEventsDisabledStopsNodeEvents: nodeEvents.enabled false stops the WorkflowNode* Events and
+// keeps the workflow's own; enabling it again (no restart) brings them back.
+func TestNodeEventsDisabledStopsNodeEvents(t *testing.T) {
+	e := start(t, "nodeEvents: {enabled: false}\n", simnode.Script{})
+	quiet := e.submit(twoSteps)
+	e.waitPhase(quiet, wfv1.WorkflowSucceeded)
+	if got := e.reasons(quiet); slices.ContainsFunc(got, engine.IsNodeEvent) {
+		t.Errorf("events with node events disabled: %v, want none of WorkflowNode*", got)
+	}
+
+	e.writeConfig("nodeEvents: {enabled: true}\n", false)
+	e.waitFor("took the edit", func(context.Context) (bool, error) { return e.watcher.Current().NodeEvents.IsEnabled(), nil })
+	loud := e.submit(twoSteps)
+	e.waitPhase(loud, wfv1.WorkflowSucceeded)
+	if got := e.reasons(loud); !slices.Contains(got, engine.ReasonNodeSucceeded) {
+		t.Errorf("events with node events enabled: %v, want %s among them", got, engine.ReasonNodeSucceeded)
+	}
+}
+
+// TestRetentionPolicyDeletesTheOldestCompletedWorkflows: with retentionPolicy.completed 1, of three
+// succeeded workflows one stays (the newest; creation times tie within a second, so which one is not
+// asserted here: retention's unit tests check the order).
+func TestRetentionPolicyDeletesTheOldestCompletedWorkflows(t *testing.T) {
+	e := start(t, "retentionPolicy: {completed: 1, failed: 5, errored: 5}\n", simnode.Script{})
+	for range 3 {
+		e.submit(twoSteps)
+	}
+	e.waitFor("kept one succeeded workflow of three", func(ctx context.Context) (bool, error) {
+		list, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1 && list.Items[0].Status.Phase == wfv1.WorkflowSucceeded, nil
+	})
+}
