@@ -25,6 +25,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/compat"
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
@@ -102,13 +103,24 @@ func (e *cutoverEnv) switchMidFlight(t *testing.T, first, second compat.Controll
 	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: r.ns, Script: holdLong(r.gate)})
 	stopFirst := r.start(first)
 	names := r.submitAll("")
+	if second == compat.WFGuard {
+		r.create(refused, "")
+		r.waitMidFlight([]string{"refused"})
+	}
 	r.waitMidFlight(names)
 	held := r.podsHoldingFinalizer()
 	if len(held) == 0 {
 		t.Fatalf("no pod of %s holds %s at the switch: the release after it would go untested", first, common.FinalizerPodStatus)
 	}
 	stopFirst()
+	if second == compat.WFGuard {
+		r.createOffloaded()
+	}
 	r.start(second)
+	if second == compat.WFGuard {
+		r.checkAdoptionRefused("refused", "http template")
+		r.checkAdoptionRefused("offloaded", "status.offloadNodeStatusVersion")
+	}
 	r.resume(second, "suspend")
 	close(r.gate)
 	r.submitAll("-baseline")
@@ -213,18 +225,67 @@ func (r *run) submitAll(suffix string) []string {
 	r.t.Helper()
 	var names []string
 	for _, manifest := range workflows {
-		wf := &wfv1.Workflow{}
-		if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
-			r.t.Fatal(err)
-		}
-		wf.Name += suffix
-		if _, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Create(r.t.Context(), wf, metav1.CreateOptions{}); err != nil {
-			r.t.Fatalf("creating workflow %s: %v", wf.Name, err)
-		}
-		names = append(names, wf.Name)
+		names = append(names, r.create(manifest, suffix).Name)
 	}
 	sort.Strings(names)
 	return names
+}
+
+// create creates the workflow of manifest, its name with suffix.
+func (r *run) create(manifest, suffix string) *wfv1.Workflow {
+	r.t.Helper()
+	wf := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
+		r.t.Fatal(err)
+	}
+	wf.Name += suffix
+	created, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Create(r.t.Context(), wf, metav1.CreateOptions{})
+	if err != nil {
+		r.t.Fatalf("creating workflow %s: %v", wf.Name, err)
+	}
+	return created
+}
+
+// createOffloaded stores a running workflow whose nodes argo offloaded (the Workflow CRD has no status
+// subresource: an Update writes status as argo's controller does).
+func (r *run) createOffloaded() {
+	r.t.Helper()
+	created := r.create(offloaded, "")
+	want := &wfv1.Workflow{}
+	if err := yaml.UnmarshalStrict([]byte(offloaded), want); err != nil {
+		r.t.Fatal(err)
+	}
+	created.Status = want.Status
+	if _, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Update(r.t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		r.t.Fatalf("storing the offloaded workflow's status: %v", err)
+	}
+}
+
+// checkAdoptionRefused: wfguard ends a running workflow it cannot carry on Error, saying why, with a Warning.
+func (r *run) checkAdoptionRefused(name, why string) {
+	r.t.Helper()
+	wf := r.waitCompleted(name)
+	if wf.Status.Phase != wfv1.WorkflowError || !strings.Contains(wf.Status.Message, why) {
+		r.t.Errorf("%s ended %s (%q), want Error saying %q", name, wf.Status.Phase, wf.Status.Message, why)
+	}
+	var last []string
+	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := r.kube.CoreV1().Events(r.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, nil
+		}
+		last = nil
+		for _, ev := range events.Items {
+			last = append(last, ev.Type+" "+ev.Reason)
+			if ev.Type == corev1.EventTypeWarning && ev.Reason == engine.ReasonAdoptionRefused && ev.Message == wf.Status.Message {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		r.t.Errorf("no Warning %s on %s with its message; events: %v", engine.ReasonAdoptionRefused, name, last)
+	}
 }
 
 // waitMidFlight waits until every held pod's node runs (its earlier nodes done) and the suspend node waits.

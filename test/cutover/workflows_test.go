@@ -88,3 +88,32 @@ spec:
   - {name: long, container: {image: alpine, command: ["true"]}}
 `,
 }
+
+// refused is a workflow argo runs and wfguard refuses (argo runs http templates in its agent pod): argo
+// starts it, and wfguard must end it rather than carry it on with the http step ignored.
+const refused = `
+metadata: {name: refused}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: wait, template: long}], [{name: call, template: call}]]
+  - {name: long, container: {image: alpine, command: ["true"]}}
+  - {name: call, http: {url: "https://example.com"}}
+`
+
+// offloaded is a workflow as argo leaves it with node status offloading on: its nodes are in argo's
+// database, status.offloadNodeStatusVersion says which version.
+const offloaded = `
+metadata:
+  name: offloaded
+  labels: {workflows.argoproj.io/phase: Running, workflows.argoproj.io/completed: "false"}
+spec:
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: alpine, command: ["true"]}}
+status:
+  phase: Running
+  startedAt: "2026-12-04T10:00:00Z"
+  offloadNodeStatusVersion: fnv:1234567
+`
