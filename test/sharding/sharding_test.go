@@ -80,7 +80,9 @@ func newShard(t *testing.T, name string, opts controller.Options) *shard {
 	return s
 }
 
-func (s *shard) start(t *testing.T) { s.ctrl = harness.StartController(t, s.log.config(cp.Config()), s.opts) }
+func (s *shard) start(t *testing.T) {
+	s.ctrl = harness.StartController(t, s.log.config(cp.Config()), s.opts)
+}
 
 func (s *shard) reconciles(key string) int {
 	s.mu.Lock()
