@@ -63,7 +63,9 @@ func adoptionPass(t *testing.T, adopting bool, change func(*wfv1.Workflow)) *Pas
 }
 
 func TestARunningWorkflowAnotherControllerStartedIsAdoptedOnlyWhenWFGuardCanCarryItOn(t *testing.T) {
-	http := func(wf *wfv1.Workflow) { wf.Spec.Templates[1].Container, wf.Spec.Templates[1].HTTP = nil, &wfv1.HTTP{URL: "https://x"} }
+	http := func(wf *wfv1.Workflow) {
+		wf.Spec.Templates[1].Container, wf.Spec.Templates[1].HTTP = nil, &wfv1.HTTP{URL: "https://x"}
+	}
 	for _, tc := range []struct {
 		sentence string
 		adopting bool
