@@ -119,6 +119,7 @@ func (e *cutoverEnv) switchMidFlight(t *testing.T, first, second compat.Controll
 	r.start(second)
 	if second == compat.WFGuard {
 		r.checkAdoptionRefused("refused", "http template")
+		r.waitPodsEnded("refused") // stopped by wfguard: its gate is still closed
 		r.checkAdoptionRefused("offloaded", "status.offloadNodeStatusVersion")
 	}
 	r.resume(second, "suspend")
@@ -371,6 +372,28 @@ func (r *run) resume(c compat.Controller, name string) {
 	})
 	if err != nil {
 		r.t.Fatalf("resuming %s: %v", name, err)
+	}
+}
+
+// waitPodsEnded waits until every pod of workflow name has ended.
+func (r *run) waitPodsEnded(name string) {
+	r.t.Helper()
+	var running []string
+	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := r.kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + name})
+		if err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		running = nil
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running = append(running, p.Name+" "+string(p.Status.Phase))
+			}
+		}
+		return len(running) == 0, nil
+	})
+	if err != nil {
+		r.t.Errorf("pods of %s never ended: %v", name, running)
 	}
 }
 
