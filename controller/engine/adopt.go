@@ -9,6 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// ReasonAdoptionRefused is the Warning Event on a running workflow another controller started that wfguard
+// cannot carry on (a feature it refuses, node status it cannot read); the workflow ends Error.
+const ReasonAdoptionRefused = "WorkflowAdoptionRefused"
+
 // adoptTimeout bounds the pod stops of a refused adoption.
 const adoptTimeout = startTimeout
 

@@ -264,19 +264,16 @@ func withMessage(s, msg string) string {
 
 // Event reasons, one per outcome (argo's WorkflowNode* and Workflow* reasons).
 const (
-	ReasonNodeSucceeded     = "WorkflowNodeSucceeded"
-	ReasonNodeFailed        = "WorkflowNodeFailed"
-	ReasonNodeError         = "WorkflowNodeError"
-	ReasonNodeSkipped       = "WorkflowNodeSkipped"
-	ReasonNodeOmitted       = "WorkflowNodeOmitted"
-	ReasonWorkflowRunning   = "WorkflowRunning"
-	ReasonWorkflowSucceeded = "WorkflowSucceeded"
-	ReasonWorkflowFailed    = "WorkflowFailed"
-	ReasonWorkflowInvalid   = "WorkflowInvalidSpec"
-	ReasonWorkflowSuspended = "WorkflowSuspended"
-	// ReasonAdoptionRefused: a running workflow another controller started cannot be carried on (a feature
-	// wfguard refuses, node status it cannot read); it ends Error.
-	ReasonAdoptionRefused    = "WorkflowAdoptionRefused"
+	ReasonNodeSucceeded      = "WorkflowNodeSucceeded"
+	ReasonNodeFailed         = "WorkflowNodeFailed"
+	ReasonNodeError          = "WorkflowNodeError"
+	ReasonNodeSkipped        = "WorkflowNodeSkipped"
+	ReasonNodeOmitted        = "WorkflowNodeOmitted"
+	ReasonWorkflowRunning    = "WorkflowRunning"
+	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
+	ReasonWorkflowFailed     = "WorkflowFailed"
+	ReasonWorkflowInvalid    = "WorkflowInvalidSpec"
+	ReasonWorkflowSuspended  = "WorkflowSuspended"
 	ReasonNodeWaitingForTask = "WorkflowNodeWaitingForTaskResult"
 	ReasonTaskResultTimeout  = taskresult.ReasonTimeout
 	// ReasonNodeWaitingForOldPod: a node's pod name is still taken by an earlier same-named workflow's pod.
