@@ -3,7 +3,6 @@ package compat
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,11 +32,9 @@ func newDifferential(t *testing.T) *differential {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "wfguard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/wfguard")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building wfguard: %v\n%s", err, out)
+	bin, err := BuildWFGuard(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return &differential{root: root, version: version, wfguard: bin}
 }

@@ -53,6 +53,9 @@ type OracleOptions struct {
 	ConfigData map[string]string
 	// LogPath receives the controller's output. Default: a file in a new temp dir, removed by Stop.
 	LogPath string
+	// Env are more NAME=value variables for the controller, e.g. ARGO_POD_STATUS_CAPTURE_FINALIZER=true
+	// (argo adds and removes the pod status finalizer only with it).
+	Env []string
 }
 
 // Oracle is a running stock argo workflow-controller: a controlplane.Process (Pid, Exited, LogPath, LogTail)
@@ -107,7 +110,7 @@ func StartOracle(ctx context.Context, config *rest.Config, opts OracleOptions) (
 		"--executor-image=" + opts.ExecutorImage, "--workflow-workers=" + strconv.Itoa(opts.Workers),
 		"--qps=" + strconv.FormatFloat(float64(opts.QPS), 'f', -1, 32), "--burst=" + strconv.Itoa(opts.Burst),
 		"--loglevel=info", "--log-format=text",
-	}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LEADER_ELECTION_DISABLE=true"})
+	}, append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LEADER_ELECTION_DISABLE=true"}, opts.Env...))
 	if err != nil {
 		o.removeTemp()
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -165,11 +164,10 @@ func runCase(ctx context.Context, client versioned.Interface, pods *podRecorder,
 }
 
 func startController(ctx context.Context, config *rest.Config, kubeconfig string, opts RunOptions) (*controlplane.Process, error) {
-	version, err := ArgoVersion(opts.Root)
+	image, err := ExecutorImage(opts.Root)
 	if err != nil {
 		return nil, err
 	}
-	image := "quay.io/argoproj/argoexec:" + version
 	switch opts.Controller {
 	case Argo:
 		o, err := StartOracle(ctx, config, OracleOptions{Root: opts.Root, Kubeconfig: kubeconfig, Namespace: Namespace,
@@ -182,12 +180,8 @@ func startController(ctx context.Context, config *rest.Config, kubeconfig string
 		if opts.WFGuardBinary == "" {
 			return nil, errors.New("starting wfguard: RunOptions.WFGuardBinary is required")
 		}
-		return controlplane.StartProcess("wfguard controller", opts.WFGuardBinary, filepath.Join(os.TempDir(), "compat-wfguard.log"), []string{
-			"controller", "--kubeconfig=" + kubeconfig, "--namespaced", "--managed-namespace=" + Namespace,
-			"--executor-image=" + image, "--workflow-workers=" + strconv.Itoa(Workers),
-			"--qps=" + strconv.Itoa(QPS), "--burst=" + strconv.Itoa(Burst),
-			"--metrics-port=0", "--health-port=0", "--log-format=text",
-		}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LEADER_ELECTION_DISABLE=true", "NAMESPACE=" + Namespace})
+		return StartWFGuard(WFGuardOptions{Binary: opts.WFGuardBinary, Kubeconfig: kubeconfig, Namespace: Namespace,
+			ExecutorImage: image, LogPath: filepath.Join(os.TempDir(), "compat-wfguard.log")})
 	}
 	return nil, fmt.Errorf("unknown controller %q", opts.Controller)
 }

@@ -299,6 +299,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Log:       c.log,
 		Metrics:   actionMetrics,
 		AfterPass: opts.Hooks.AfterActionGC,
+		Ours:      c.actionIsOurs,
 	}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(func(key string) { c.queue.Add(key) })

@@ -9,6 +9,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -339,4 +340,21 @@ func (c *Controller) resultsOf(key string) []*wfv1.WorkflowTaskResult {
 		out = append(out, o.(*wfv1.WorkflowTaskResult))
 	}
 	return out
+}
+
+// actionIsOurs reports whether an action names a workflow of this controller's instance: one in the
+// workflow cache, or one that no longer exists (no controller runs it). A workflow that exists outside the
+// cache is another instance's (--instanceid), and so is its action.
+func (c *Controller) actionIsOurs(ctx context.Context, a *v1alpha1.WorkflowAction) (bool, error) {
+	if _, ok, _ := c.inf.workflows.GetIndexer().GetByKey(actions.WorkflowKey(a)); ok {
+		return true, nil
+	}
+	_, err := c.dynamic.Resource(workflowsResource).Namespace(a.Namespace).Get(ctx, a.Spec.WorkflowRef.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading workflow %s: %w", actions.WorkflowKey(a), err)
+	}
+	return false, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/extstatus"
@@ -186,6 +187,14 @@ func (c *Controller) isStale(u *unstructured.Unstructured) bool {
 		return false
 	}
 	return resourceversion.Compare(u.GetResourceVersion(), last) < 0
+}
+
+// wroteSinceStart reports whether this process has written the workflow.
+func (c *Controller) wroteSinceStart(uid types.UID) bool {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	_, ok := c.written[uid]
+	return ok
 }
 
 // forgetWrites drops the stale-cache record of a deleted workflow, so the map stays bounded.

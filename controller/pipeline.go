@@ -239,6 +239,8 @@ func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.
 			Pods:    c.podsOf(wf),
 			Now:     c.clock.Now().UTC().Truncate(time.Second),
 			AtStart: engine.StartStateOf(wf),
+			// Not written by this process: possibly started by another controller (a cutover from argo).
+			Adopting: !c.wroteSinceStart(wf.UID),
 		},
 	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -131,6 +130,9 @@ func deadline(wf *wfv1.Workflow) time.Time {
 func (e *Engine) Start(p *Pass) (bool, error) {
 	wf := p.WF
 	if wf.Status.Phase != wfv1.WorkflowUnknown && wf.Status.Phase != wfv1.WorkflowPending {
+		if p.Adopting {
+			return e.adopt(p)
+		}
 		return true, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -232,19 +234,7 @@ func (e *Engine) validate(p *Pass) error {
 			return err
 		}
 	}
-	// Argo's validation stores the templates the workflow references (status.storedTemplates): they run
-	// too, so the same rules apply to them.
-	var found []string
-	for key, t := range wf.Status.StoredTemplates {
-		for _, d := range unsupportedInTemplate(&t) {
-			found = append(found, fmt.Sprintf("template %s: %s", key, d))
-		}
-	}
-	if len(found) > 0 {
-		sort.Strings(found)
-		return fmt.Errorf("not supported by wfguard yet: %s", strings.Join(found, "; "))
-	}
-	return nil
+	return unsupportedStored(wf)
 }
 
 // Execute is the execute phase: it enforces shutdown and deadlines, starts every node whose dependencies

@@ -36,6 +36,9 @@ type Pass struct {
 
 	// Events are node and workflow transitions, recorded after the pass is persisted.
 	Events []Event
+	// Adopting marks a running workflow this controller has not written since it started: another
+	// controller (stock argo, before a cutover) may have started it, so Start checks it can carry it on.
+	Adopting bool
 	// AtStart is the workflow as the pass began (StartStateOf), to tell what the pass completed; nil
 	// records no custom metrics.
 	AtStart *StartState

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -95,4 +96,20 @@ func unsupportedInInline(inline *wfv1.Template) []string {
 		return nil
 	}
 	return unsupportedInTemplate(inline)
+}
+
+// unsupportedStored applies the same rules to the templates argo's validation stored for the workflow's
+// references (status.storedTemplates): they run too.
+func unsupportedStored(wf *wfv1.Workflow) error {
+	var found []string
+	for key, t := range wf.Status.StoredTemplates {
+		for _, d := range unsupportedInTemplate(&t) {
+			found = append(found, fmt.Sprintf("template %s: %s", key, d))
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Strings(found)
+	return fmt.Errorf("not supported by wfguard yet: %s", strings.Join(found, "; "))
 }

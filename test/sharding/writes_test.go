@@ -1,0 +1,115 @@
+package sharding_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// write is one mutating API request a controller made: its verb and the object it names.
+type write struct {
+	verb, namespace, resource, name string
+}
+
+func (w write) String() string {
+	return fmt.Sprintf("%s %s/%s/%s", w.verb, w.namespace, w.resource, w.name)
+}
+
+// writeLog records every mutating request made through the configs it wraps.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+// config is base with every request recorded.
+func (l *writeLog) config(base *rest.Config) *rest.Config {
+	c := rest.CopyConfig(base)
+	c.ContentType = "application/json" // bodies record can read (client-go sends core types as protobuf)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				l.record(req)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// record names the object of a request: from its path, or, for a create, from its body (an Event's from
+// the object it is about).
+func (l *writeLog) record(req *http.Request) {
+	w := write{verb: req.Method}
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	for i, s := range segs {
+		if s == "namespaces" && i+2 < len(segs) {
+			w.namespace, w.resource = segs[i+1], segs[i+2]
+			if i+3 < len(segs) {
+				w.name = segs[i+3]
+			}
+			break
+		}
+	}
+	if w.resource == "" && len(segs) > 0 {
+		w.resource = segs[len(segs)-1] // cluster-scoped or a namespace itself
+	}
+	if w.name == "" {
+		w.name = bodyName(req)
+	}
+	l.mu.Lock()
+	l.writes = append(l.writes, w)
+	l.mu.Unlock()
+}
+
+func bodyName(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return ""
+	}
+	var obj struct {
+		Metadata struct {
+			Name, GenerateName string
+		}
+		InvolvedObject struct{ Name string }
+	}
+	if json.NewDecoder(bytes.NewReader(data)).Decode(&obj) != nil {
+		return ""
+	}
+	switch {
+	case obj.InvolvedObject.Name != "":
+		return obj.InvolvedObject.Name
+	case obj.Metadata.Name != "":
+		return obj.Metadata.Name
+	}
+	return obj.Metadata.GenerateName
+}
+
+// outside returns the writes that do not satisfy ok, and how many writes there were.
+func (l *writeLog) outside(ok func(write) bool) ([]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var bad []string
+	for _, w := range l.writes {
+		if !ok(w) {
+			bad = append(bad, w.String())
+		}
+	}
+	return bad, len(l.writes)
+}
