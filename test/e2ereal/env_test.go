@@ -221,8 +221,9 @@ func (e *env) logs(pod *corev1.Pod, container string) string {
 	return string(data)
 }
 
-// programLogs is what the container's own program printed: the logs without the emissary's lines (argoexec
-// logs "sub-process exited" with argo=true on the same stream, ordered by time against the program's).
+// programLogs is the container's logs without the emissary's log lines (argoexec
+// logs "sub-process exited" with argo=true on the same stream, ordered by time against the program's); the
+// emissary's own error ("Error: exit status 1") still follows what the program printed.
 func (e *env) programLogs(pod *corev1.Pod, container string) string {
 	e.t.Helper()
 	var kept []string
