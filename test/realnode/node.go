@@ -306,6 +306,10 @@ func tearDownState(l layout, report func(string)) error {
 	} else {
 		report("removed " + l.dir)
 	}
+	// The common parent goes too once no node uses it (Remove fails on a non-empty one: another node's).
+	if err := os.Remove(filepath.Dir(l.dir)); err == nil {
+		report("removed " + filepath.Dir(l.dir))
+	}
 	return errors.Join(errs...)
 }
 
