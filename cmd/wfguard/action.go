@@ -14,6 +14,7 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wfguard/wfguard/actions"
@@ -76,6 +77,7 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&parameters, "p", "retry: NAME=VALUE overriding an argument parameter (repeatable)")
 	message := fs.String("message", "", "message for nodes failed by stop --node-field-selector")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the outcome")
+	uid := fs.String("uid", "", "act only on the workflow with this UID (workflowRef.uid): a same-named replacement is never touched")
 	outputs := keyValues{}
 	fs.Var(outputs, "output-parameter", "NAME=VALUE output parameter for resumed nodes (repeatable)")
 	if err := fs.Parse(args[2:]); err != nil {
@@ -84,7 +86,7 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	spec := v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: workflow}, Action: kind}
+	spec := v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: workflow, UID: types.UID(*uid)}, Action: kind}
 	switch {
 	case kind == v1alpha1.ActionResume && (*selector != "" || len(outputs) > 0):
 		spec.Resume = &v1alpha1.ResumeParameters{NodeFieldSelector: *selector, OutputParameters: outputs}

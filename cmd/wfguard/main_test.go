@@ -286,6 +286,7 @@ func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
 		{"suspending it again is a failed precondition", []string{"action", "suspend", "gate", "-n", ns, kc}, 4, "NothingToSuspend"},
 		{"a selector that does not parse is an invalid argument", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=no-operator"}, 3, "InvalidNodeFieldSelector"},
 		{"a missing workflow is not found", []string{"action", "terminate", "nope", "-n", ns, kc}, 5, "WorkflowNotFound"},
+		{"an action pinned to another UID is not found and touches nothing", []string{"action", "terminate", "gate", "-n", ns, kc, "--uid=00000000-0000-0000-0000-000000000001"}, 5, "has UID"},
 		{"resuming the node with an output succeeds", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=displayName=approve", "--output-parameter=ok=yes"}, 0, "Applied"},
 		{"no controller: the deadline names the action", []string{"action", "stop", "gate", "-n", idle, kc, "--timeout=1s"}, 6, "DeadlineExceeded: action gate-stop-"},
 		{"flags that do not apply are refused", []string{"action", "terminate", "gate", "--message=x"}, 2, "do not apply to terminate"},
