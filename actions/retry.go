@@ -2,6 +2,7 @@ package actions
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -233,13 +234,7 @@ func (t *nodeTree) retrySeeds(selected map[string]bool) []string {
 			seeds[t.podOf(seed)] = true
 		}
 	}
-	return slices.Sorted(func(yield func(string) bool) {
-		for id := range seeds {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(seeds))
 }
 
 func executionNode(t wfv1.NodeType) bool {

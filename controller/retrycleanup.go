@@ -21,6 +21,7 @@ import (
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // Retry events, mirrored in the workflow's status (phase Pending, then Running, or Error with the message).
@@ -124,7 +125,7 @@ func (c *Controller) deletePreviousRun(ctx context.Context, p *pass) ([]string, 
 	}
 	for i := range results.Items {
 		r := &results.Items[i]
-		if _, current := p.WF.Status.Nodes[r.Name]; current || !resultOwnedBy(r, p.WF) {
+		if _, current := p.WF.Status.Nodes[r.Name]; current || !taskresult.OwnedBy(r, p.WF) {
 			continue
 		}
 		left = append(left, "task result "+r.Name)
@@ -176,20 +177,11 @@ func (c *Controller) cachedPreviousRun(p *pass) []string {
 		}
 	}
 	for _, r := range c.resultsOf(p.key) {
-		if _, current := p.WF.Status.Nodes[r.Name]; !current && resultOwnedBy(r, p.WF) {
+		if _, current := p.WF.Status.Nodes[r.Name]; !current && taskresult.OwnedBy(r, p.WF) {
 			left = append(left, "cached task result "+r.Name)
 		}
 	}
 	return left
-}
-
-func resultOwnedBy(r *wfv1.WorkflowTaskResult, wf *wfv1.Workflow) bool {
-	for _, ref := range r.OwnerReferences {
-		if ref.Kind == "Workflow" && ref.UID == wf.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // truncatedList names at most five items, so a message about thousands of pods stays readable.

@@ -60,7 +60,7 @@ func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[strin
 // node is there (podidentity), not created before that pod. pending is true for a Pod node whose pod is
 // not observed yet.
 func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) (reason string, pending bool) {
-	if r.Namespace != wf.Namespace || !ownedBy(r, wf) || r.Labels[common.LabelKeyWorkflow] != wf.Name {
+	if r.Namespace != wf.Namespace || !OwnedBy(r, wf) || r.Labels[common.LabelKeyWorkflow] != wf.Name {
 		return IgnoredForeign, false
 	}
 	node, ok := wf.Status.Nodes[r.Name]
@@ -133,7 +133,8 @@ func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[strin
 	return stats
 }
 
-func ownedBy(r *wfv1.WorkflowTaskResult, wf *wfv1.Workflow) bool {
+// OwnedBy reports whether the result's ownerReferences name the workflow's UID.
+func OwnedBy(r *wfv1.WorkflowTaskResult, wf *wfv1.Workflow) bool {
 	for _, o := range r.OwnerReferences {
 		if o.Kind == "Workflow" && o.UID == wf.UID {
 			return true
