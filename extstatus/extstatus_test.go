@@ -122,26 +122,7 @@ func TestTheAppliedRecordSurvivesAWriteThroughArgosTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The foreign write: decode into argo's type and encode again, as argo's typed client does.
-			data, err := u.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var typed wfv1.Workflow
-			if err := json.Unmarshal(data, &typed); err != nil {
-				t.Fatal(err)
-			}
-			if tc.annotation != "-" {
-				typed.Annotations[AnnotationAppliedActions] = tc.annotation
-			}
-			raw, err := json.Marshal(&typed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rewritten := &unstructured.Unstructured{}
-			if err := rewritten.UnmarshalJSON(raw); err != nil {
-				t.Fatal(err)
-			}
+			rewritten := throughArgosTypes(t, u, AnnotationAppliedActions, tc.annotation)
 			if _, found, _ := unstructured.NestedFieldNoCopy(rewritten.Object, "status", "appliedActions"); found {
 				t.Fatal("the write through argo's types kept status.appliedActions: the test no longer models it")
 			}
@@ -186,25 +167,7 @@ func TestTheRetryCleanupMarkSurvivesAWriteThroughArgosTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, err := u.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var typed wfv1.Workflow // argo's typed client drops status.retryCleanupSince
-			if err := json.Unmarshal(data, &typed); err != nil {
-				t.Fatal(err)
-			}
-			if tc.annotation != "-" {
-				typed.Annotations[AnnotationRetryCleanup] = tc.annotation
-			}
-			raw, err := json.Marshal(&typed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rewritten := &unstructured.Unstructured{}
-			if err := rewritten.UnmarshalJSON(raw); err != nil {
-				t.Fatal(err)
-			}
+			rewritten := throughArgosTypes(t, u, AnnotationRetryCleanup, tc.annotation) // drops status.retryCleanupSince
 			_, ext, err := FromUnstructured(rewritten)
 			if err != nil {
 				t.Fatal(err)
@@ -221,4 +184,30 @@ func TestTheRetryCleanupMarkSurvivesAWriteThroughArgosTypes(t *testing.T) {
 	if _, ok := closed.GetAnnotations()[AnnotationRetryCleanup]; ok {
 		t.Errorf("a closed cleanup left its mirror: %v", closed.GetAnnotations())
 	}
+}
+
+// throughArgosTypes is a foreign write: the workflow decoded into argo's type and encoded again, as argo's
+// typed client does, with annotation key set to value unless value is "-".
+func throughArgosTypes(t *testing.T, u *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typed wfv1.Workflow
+	if err := json.Unmarshal(data, &typed); err != nil {
+		t.Fatal(err)
+	}
+	if value != "-" {
+		typed.Annotations[key] = value
+	}
+	raw, err := json.Marshal(&typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := &unstructured.Unstructured{}
+	if err := rewritten.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	return rewritten
 }
