@@ -22,7 +22,6 @@ const (
 	ReasonWorkflowNotFound         = "WorkflowNotFound"
 	ReasonWorkflowCompleted        = "WorkflowCompleted"
 	ReasonNothingToResume          = "NothingToResume"
-	ReasonNothingToSuspend         = "NothingToSuspend"
 	ReasonNothingToStop            = "NothingToStop"
 	ReasonInvalidNodeFieldSelector = "InvalidNodeFieldSelector"
 	ReasonUnknownAction            = "UnknownAction"
@@ -66,6 +65,15 @@ type Outcome struct {
 	Phase   v1alpha1.ActionPhase
 	Reason  string
 	Message string
+	// Unchanged: the action succeeded because its effect was already in place (a second Suspend or
+	// Terminate); it changes no label.
+	Unchanged bool
+}
+
+func alreadyInEffect(msg string) Outcome {
+	out := succeeded(msg)
+	out.Unchanged = true
+	return out
 }
 
 func succeeded(msg string) Outcome {
@@ -103,7 +111,7 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 	switch a.Spec.Action {
 	case v1alpha1.ActionSuspend:
 		if suspended(wf, ext) {
-			return failed(ReasonNothingToSuspend, "workflow %s is already suspended", wf.Name)
+			return alreadyInEffect(fmt.Sprintf("workflow %s was already suspended; nothing changed", wf.Name))
 		}
 		t := true
 		ext.Suspended = &t
@@ -115,14 +123,22 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		if a.Spec.Stop != nil && a.Spec.Stop.NodeFieldSelector != "" {
 			return stopNodes(wf, a.Spec.Stop, now)
 		}
-		mirrorShutdown(wf, ext, wfv1.ShutdownStrategyStop)
-		return succeeded("workflow stopping")
+		return shutDown(wf, ext, wfv1.ShutdownStrategyStop, "workflow stopping")
 	case v1alpha1.ActionTerminate:
-		mirrorShutdown(wf, ext, wfv1.ShutdownStrategyTerminate)
-		return succeeded("workflow terminating")
+		return shutDown(wf, ext, wfv1.ShutdownStrategyTerminate, "workflow terminating")
 	default:
 		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop, Terminate or Retry)", a.Spec.Action)
 	}
+}
+
+// shutDown accepts a Stop or Terminate of the whole workflow; a repeated one succeeds without a change (no
+// dedup of requests, as the design says).
+func shutDown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy, msg string) Outcome {
+	if ext.Shutdown == s {
+		return alreadyInEffect(fmt.Sprintf("workflow %s was already shutting down with strategy %s; nothing changed", wf.Name, s))
+	}
+	mirrorShutdown(wf, ext, s)
+	return succeeded(msg)
 }
 
 // mirrorShutdown records an accepted shutdown in status.shutdown and, like a suspension, in the spec field

@@ -168,3 +168,36 @@ func TestAnAcceptedSuspendOrShutdownSurvivesAWriteThatDropsWfguardsStatus(t *tes
 		}
 	})
 }
+
+func TestARepeatedActionSucceedsWithoutChangingAnything(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		sentence    string
+		action      string
+		ext         extstatus.Extensions
+		wantMessage string
+		unchanged   bool
+	}{
+		{"a Suspend of a suspended workflow succeeds and changes nothing", v1alpha1.ActionSuspend, extstatus.Extensions{Suspended: &yes},
+			"workflow w was already suspended; nothing changed", true},
+		{"a second Terminate succeeds and changes nothing", v1alpha1.ActionTerminate, extstatus.Extensions{Shutdown: wfv1.ShutdownStrategyTerminate},
+			"workflow w was already shutting down with strategy Terminate; nothing changed", true},
+		{"a second Stop succeeds and changes nothing", v1alpha1.ActionStop, extstatus.Extensions{Shutdown: wfv1.ShutdownStrategyStop},
+			"workflow w was already shutting down with strategy Stop; nothing changed", true},
+		{"a Terminate of a stopping workflow escalates it", v1alpha1.ActionTerminate, extstatus.Extensions{Shutdown: wfv1.ShutdownStrategyStop},
+			"workflow terminating", false},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning}}
+			ext := tc.ext
+			before := ext
+			out := Apply(wf, &ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: "w"}, Action: tc.action}}, metav1.Now())
+			if out.Phase != v1alpha1.PhaseSucceeded || out.Reason != ReasonApplied || out.Message != tc.wantMessage || out.Unchanged != tc.unchanged {
+				t.Fatalf("outcome = %+v, want Succeeded/Applied %q, unchanged %t", out, tc.wantMessage, tc.unchanged)
+			}
+			if tc.unchanged && (ext.Shutdown != before.Shutdown || wf.Spec.Suspend != nil || wf.Spec.Shutdown != "") {
+				t.Errorf("a no-op changed the workflow: shutdown %q, spec %+v", ext.Shutdown, wf.Spec)
+			}
+		})
+	}
+}

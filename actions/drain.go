@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -26,13 +27,6 @@ import (
 
 // maxAppliedActions bounds status.appliedActions; entries leave once their action's status is written.
 const maxAppliedActions = 100
-
-// Actor labels argo stamps on a workflow for the last action performed on it.
-const (
-	labelCreator = "workflows.argoproj.io/creator"
-	labelActor   = "workflows.argoproj.io/actor"
-	labelAction  = "workflows.argoproj.io/action"
-)
 
 // IndexWorkflowKey is the action cache's index by the "namespace/name" of the workflow an action names
 // (IndexByWorkflow): the drain finds a workflow's actions by it.
@@ -120,7 +114,7 @@ func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext 
 		out := Apply(wf, ext, a, metav1.NewTime(now))
 		ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{
 			UID: a.UID, Name: a.Name, Outcome: string(out.Phase), Reason: out.Reason, Message: out.Message})
-		if out.Phase == v1alpha1.PhaseSucceeded {
+		if out.Phase == v1alpha1.PhaseSucceeded && !out.Unchanged {
 			stampActor(wf, a)
 		}
 		d.Log.Info("applied workflow action", "workflow", key, "action", a.Name, "type", a.Spec.Action, "outcome", out.Phase, "reason", out.Reason)
@@ -144,14 +138,28 @@ func pruneApplied(records []extstatus.AppliedAction, current []*v1alpha1.Workflo
 	return out
 }
 
-// stampActor sets argo's labels for the last action performed on the workflow and who requested it.
+// actorOfCreator maps the requester labels on an action (argo's creator labels) to the workflow labels
+// argo uses for who performed the last action.
+var actorOfCreator = map[string]string{
+	common.LabelKeyCreator:                  common.LabelKeyActor,
+	common.LabelKeyCreatorEmail:             common.LabelKeyActorEmail,
+	common.LabelKeyCreatorPreferredUsername: common.LabelKeyActorPreferredUsername,
+}
+
+// stampActor sets argo's labels for the last action performed on the workflow and who requested it. The
+// previous action's requester labels are replaced, not kept: an action without them leaves none, so the
+// labels never name someone who did not request the last action.
 func stampActor(wf *wfv1.Workflow, a *v1alpha1.WorkflowAction) {
 	if wf.Labels == nil {
 		wf.Labels = map[string]string{}
 	}
-	wf.Labels[labelAction] = a.Spec.Action
-	if creator := a.Labels[labelCreator]; creator != "" {
-		wf.Labels[labelActor] = creator
+	wf.Labels[common.LabelKeyAction] = a.Spec.Action
+	for creator, actor := range actorOfCreator {
+		if v := a.Labels[creator]; v != "" {
+			wf.Labels[actor] = v
+		} else {
+			delete(wf.Labels, actor)
+		}
 	}
 }
 

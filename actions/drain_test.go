@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -46,7 +48,7 @@ func running() *wfv1.Workflow {
 
 func TestDrainAppliesPendingActionsInOrderAndRecordsThemWriteAhead(t *testing.T) {
 	byAlice := action("b-suspend", v1alpha1.ActionSuspend, t0, "")
-	byAlice.Labels = map[string]string{labelCreator: "alice"}
+	byAlice.Labels = map[string]string{common.LabelKeyCreator: "alice"}
 	other := action("for-another-workflow", v1alpha1.ActionTerminate, t0, "")
 	other.Spec.WorkflowRef.Name = "other"
 	d := drainerOver(t,
@@ -75,7 +77,7 @@ func TestDrainAppliesPendingActionsInOrderAndRecordsThemWriteAhead(t *testing.T)
 		"replayed Succeeded Applied", // recorded before a crash: kept for Report, not applied again
 		"a-resume Failed NothingToResume",
 		"b-suspend Succeeded Applied",
-		"0-suspend-later Failed NothingToSuspend",
+		"0-suspend-later Succeeded Applied", // already suspended: succeeds, changing nothing
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("appliedActions = %q, want %q (in order; the gone action's record pruned, the terminal one unrecorded)", got, want)
@@ -86,8 +88,43 @@ func TestDrainAppliesPendingActionsInOrderAndRecordsThemWriteAhead(t *testing.T)
 	if ext.Suspended == nil || !*ext.Suspended {
 		t.Errorf("the workflow is not suspended")
 	}
-	if wf.Labels[labelAction] != v1alpha1.ActionSuspend || wf.Labels[labelActor] != "alice" {
-		t.Errorf("actor labels = %v, want the succeeded Suspend by alice", wf.Labels)
+	if wf.Labels[common.LabelKeyAction] != v1alpha1.ActionSuspend || wf.Labels[common.LabelKeyActor] != "alice" {
+		t.Errorf("actor labels = %v, want the Suspend by alice (the later no-op Suspend changes no label)", wf.Labels)
+	}
+}
+
+func TestTheActorLabelsNameTheRequesterOfTheLastActionThatChangedSomething(t *testing.T) {
+	previous := map[string]string{common.LabelKeyAction: "Suspend", common.LabelKeyActor: "alice",
+		common.LabelKeyActorEmail: "alice.at.example.com", common.LabelKeyActorPreferredUsername: "alice", "team": "blue"}
+	cases := []struct {
+		name    string
+		action  string
+		labels  map[string]string
+		suspend bool // the workflow is suspended before the action
+		want    map[string]string
+	}{
+		{"a Terminate by bob replaces alice's labels with his", v1alpha1.ActionTerminate,
+			map[string]string{common.LabelKeyCreator: "bob", common.LabelKeyCreatorEmail: "bob.at.example.com"}, false,
+			map[string]string{common.LabelKeyAction: "Terminate", common.LabelKeyActor: "bob", common.LabelKeyActorEmail: "bob.at.example.com", "team": "blue"}},
+		{"an action without requester labels clears the previous requester", v1alpha1.ActionTerminate, nil, false,
+			map[string]string{common.LabelKeyAction: "Terminate", "team": "blue"}},
+		{"a Suspend of a suspended workflow changes no label", v1alpha1.ActionSuspend,
+			map[string]string{common.LabelKeyCreator: "bob"}, true, previous},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := action("act", tc.action, t0, "")
+			a.Labels = tc.labels
+			wf := running()
+			wf.Labels = maps.Clone(previous)
+			ext := &extstatus.Extensions{Suspended: &tc.suspend}
+			if _, err := drainerOver(t, a).Drain(context.Background(), "ns/w", wf, ext, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(wf.Labels, tc.want) {
+				t.Errorf("labels = %v, want %v", wf.Labels, tc.want)
+			}
+		})
 	}
 }
 

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	authv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
+	authv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
@@ -28,6 +31,11 @@ const (
 	NotFound           Code = 5
 	DeadlineExceeded   Code = 6
 	Unavailable        Code = 7
+	// PermissionDenied: the API server refused to create the action (RBAC, or an admission policy whose
+	// reason is Forbidden, such as config/policy's deny-terminate-for-developers).
+	PermissionDenied Code = 8
+	// Unauthenticated: the API server did not accept the requester's credentials.
+	Unauthenticated Code = 9
 )
 
 func (c Code) String() string {
@@ -42,6 +50,10 @@ func (c Code) String() string {
 		return "NotFound"
 	case DeadlineExceeded:
 		return "DeadlineExceeded"
+	case PermissionDenied:
+		return "PermissionDenied"
+	case Unauthenticated:
+		return "Unauthenticated"
 	}
 	return "Unavailable"
 }
@@ -51,13 +63,14 @@ func CodeOf(reason string) Code {
 	switch reason {
 	case ReasonApplied:
 		return OK
+	// The request names nothing it can act on (a selector matching no suspend node, nothing suspended):
+	// the design's InvalidArgument, like argo's "no suspend nodes matching".
 	case ReasonInvalidNodeFieldSelector, ReasonUnknownAction, ReasonMissingOutputParameter, ReasonInvalidOutputParameters,
-		ReasonOutcomeNotStorable, ReasonInvalidParameter:
+		ReasonOutcomeNotStorable, ReasonInvalidParameter, ReasonNothingToResume, ReasonNothingToStop:
 		return InvalidArgument
 	case ReasonWorkflowNotFound:
 		return NotFound
-	case ReasonWorkflowCompleted, ReasonNothingToResume, ReasonNothingToSuspend, ReasonNothingToStop,
-		ReasonWorkflowNotCompleted, ReasonNothingToRetry, ReasonInvalidNodeTree:
+	case ReasonWorkflowCompleted, ReasonWorkflowNotCompleted, ReasonNothingToRetry, ReasonInvalidNodeTree:
 		return FailedPrecondition
 	}
 	return FailedPrecondition
@@ -89,11 +102,7 @@ func Request(ctx context.Context, client *v1alpha1.NamespacedClient, spec v1alph
 		Spec:       spec,
 	}, metav1.CreateOptions{})
 	if err != nil {
-		code := Unavailable
-		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-			code = InvalidArgument // refused at admission: the request itself is wrong
-		}
-		return nil, &Error{Code: code, Action: spec.Action, Reason: "Rejected", Message: err.Error()}
+		return nil, &Error{Code: createRefusedCode(err), Action: spec.Action, Reason: ReasonRejected, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -109,6 +118,22 @@ func Request(ctx context.Context, client *v1alpha1.NamespacedClient, spec v1alph
 		return done, &Error{Code: CodeOf(done.Status.Reason), Action: done.Name, Reason: done.Status.Reason, Message: done.Status.Message}
 	}
 	return done, nil
+}
+
+// ReasonRejected is the reason of a create the API server refused: the action never existed.
+const ReasonRejected = "Rejected"
+
+// createRefusedCode maps a refused create the way argo-server maps Kubernetes errors to gRPC codes.
+func createRefusedCode(err error) Code {
+	switch {
+	case apierrors.IsForbidden(err):
+		return PermissionDenied
+	case apierrors.IsUnauthorized(err):
+		return Unauthenticated
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return InvalidArgument // the schema or a CEL rule refused the spec
+	}
+	return Unavailable
 }
 
 // waitTerminal gets, then watches from the resourceVersion it read, so no update can be missed.
@@ -140,4 +165,38 @@ func waitTerminal(ctx context.Context, client *v1alpha1.NamespacedClient, a *v1a
 		}
 		// The watch ended (timeout, or the resourceVersion expired): get again and resume.
 	}
+}
+
+// CreatorLabels asks the API server who the caller is (a SelfSubjectReview) and returns argo's creator
+// label for that user, to put on an action so the workflow's actor label names the requester. It is a
+// breadcrumb, not proof: anyone who may create actions may write any label, and the audit log is the
+// record to trust.
+func CreatorLabels(ctx context.Context, reviews authv1client.SelfSubjectReviewsGetter) (map[string]string, error) {
+	review, err := reviews.SelfSubjectReviews().Create(ctx, &authv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("asking the API server who the requester is: %w", err)
+	}
+	user := labelValue(review.Status.UserInfo.Username)
+	if user == "" {
+		return nil, nil
+	}
+	return map[string]string{common.LabelKeyCreator: user}, nil
+}
+
+// labelValue turns a user name into a label value the way argo's creator labels do: characters a label
+// value cannot hold become '-', and the value is cut to 63 characters and trimmed to start and end
+// alphanumeric.
+func labelValue(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > validation.LabelValueMaxLength {
+		b = b[:validation.LabelValueMaxLength]
+	}
+	return strings.TrimFunc(string(b), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	})
 }

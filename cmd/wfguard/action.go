@@ -15,6 +15,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wfguard/wfguard/actions"
@@ -23,11 +24,13 @@ import (
 
 const actionUsage = `Usage: wfguard action {suspend|resume|stop|terminate|retry} WORKFLOW [flags]
 
-Creates a WorkflowAction and waits for its outcome. retry runs a Failed or Errored workflow's failed nodes
+Creates a WorkflowAction labelled with the requester (argo's creator label, from a SelfSubjectReview) and
+waits for its outcome. retry runs a Failed or Errored workflow's failed nodes
 again (with --restart-successful --node-field-selector S also the succeeded nodes S selects; -p NAME=VALUE
 overrides an argument parameter); the controller deletes the previous run's pods itself. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
-4 FailedPrecondition (e.g. nothing to resume, workflow completed), 5 NotFound, 6 DeadlineExceeded
-(the action stays and will still be applied), 7 Unavailable.
+4 FailedPrecondition (e.g. workflow completed), 5 NotFound, 6 DeadlineExceeded (the action stays and will
+still be applied), 7 Unavailable, 8 PermissionDenied (the create was refused: RBAC or an admission policy),
+9 Unauthenticated.
 `
 
 // repeated collects a repeatable flag's values in order.
@@ -119,7 +122,14 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	done, err := actions.Request(ctx, client.Namespace(*namespace), spec, nil, *timeout)
+	var labels map[string]string
+	if kube, err := kubernetes.NewForConfig(config); err == nil {
+		// Best effort: without the requester's name the action still runs, with no actor label.
+		if labels, err = actions.CreatorLabels(ctx, kube.AuthenticationV1()); err != nil {
+			fmt.Fprintf(stderr, "wfguard action: warning: the action will not name its requester: %v\n", err)
+		}
+	}
+	done, err := actions.Request(ctx, client.Namespace(*namespace), spec, labels, *timeout)
 	var aerr *actions.Error
 	if errors.As(err, &aerr) {
 		fmt.Fprintf(stderr, "wfguard action: %v\n", aerr)

@@ -17,12 +17,14 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -283,7 +285,8 @@ func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
 		wantOut  string
 	}{
 		{"suspending a running workflow succeeds and prints its state", []string{"action", "suspend", "gate", "-n", ns, kc}, 0, "workflow " + ns + "/gate: phase Running"},
-		{"suspending it again is a failed precondition", []string{"action", "suspend", "gate", "-n", ns, kc}, 4, "NothingToSuspend"},
+		{"suspending it again succeeds without changing anything", []string{"action", "suspend", "gate", "-n", ns, kc}, 0, "was already suspended; nothing changed"},
+		{"resuming nodes no selector matches is an invalid argument", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=displayName=nope"}, 3, "InvalidArgument: action gate-resume-"},
 		{"a selector that does not parse is an invalid argument", []string{"action", "resume", "gate", "-n", ns, kc, "--node-field-selector=no-operator"}, 3, "InvalidNodeFieldSelector"},
 		{"a missing workflow is not found", []string{"action", "terminate", "nope", "-n", ns, kc}, 5, "WorkflowNotFound"},
 		{"an action pinned to another UID is not found and touches nothing", []string{"action", "terminate", "gate", "-n", ns, kc, "--uid=00000000-0000-0000-0000-000000000001"}, 5, "has UID"},
@@ -303,6 +306,26 @@ func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tc.wantOut, out.String())
 			}
 		})
+	}
+	// The CLI labels each action with its requester, and the workflow's actor label names who resumed it last.
+	actionClient, err := v1alpha1.NewForConfig(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := actionClient.Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creators := map[string]bool{}
+	for _, a := range list.Items {
+		creators[a.Labels[common.LabelKeyCreator]] = true
+	}
+	wf, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), "gate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if actor := wf.Labels[common.LabelKeyActor]; len(creators) != 1 || creators[""] || !creators[actor] || wf.Labels[common.LabelKeyAction] != "Resume" {
+		t.Errorf("creator labels on the actions %v, workflow labels %v: want one requester on every action, named by the workflow's actor label after its Resume", creators, wf.Labels)
 	}
 }
 

@@ -122,7 +122,10 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 		t.Errorf("status.suspended = %v, want true", st["suspended"])
 	}
 	again := e.act("suspend-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
-	expectOutcome(t, again, v1alpha1.PhaseFailed, actions.ReasonNothingToSuspend)
+	expectOutcome(t, again, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	if want := "workflow " + wf.Name + " was already suspended; nothing changed"; again.Status.Message != want {
+		t.Errorf("a second Suspend: message %q, want %q", again.Status.Message, want)
+	}
 
 	bad := e.act("resume-bad-selector", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
 		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "no-operator"}})
@@ -291,8 +294,12 @@ func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *
 		t.Fatalf("the crash point did not hold back the action write")
 	}
 	e.startController(envOptions{})
-	// Re-applying Suspend would fail with NothingToSuspend; the replay must be recognized instead.
-	expectOutcome(t, e.waitAction(a.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	// Re-applying Suspend would report "already suspended"; the replay must report what was recorded instead.
+	replayed := e.waitAction(a.Name)
+	expectOutcome(t, replayed, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	if replayed.Status.Message != "workflow suspended" {
+		t.Errorf("replayed outcome message = %q, want the recorded %q", replayed.Status.Message, "workflow suspended")
+	}
 }
 
 func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
