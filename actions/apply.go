@@ -123,22 +123,35 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		if a.Spec.Stop != nil && a.Spec.Stop.NodeFieldSelector != "" {
 			return stopNodes(wf, a.Spec.Stop, now)
 		}
-		return shutDown(wf, ext, wfv1.ShutdownStrategyStop, "workflow stopping")
+		var message string
+		if a.Spec.Stop != nil {
+			message = a.Spec.Stop.Message
+		}
+		return shutDown(wf, ext, wfv1.ShutdownStrategyStop, message)
 	case v1alpha1.ActionTerminate:
-		return shutDown(wf, ext, wfv1.ShutdownStrategyTerminate, "workflow terminating")
+		var message string
+		if a.Spec.Terminate != nil {
+			message = a.Spec.Terminate.Message
+		}
+		return shutDown(wf, ext, wfv1.ShutdownStrategyTerminate, message)
 	default:
 		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop, Terminate or Retry)", a.Spec.Action)
 	}
 }
 
-// shutDown accepts a Stop or Terminate of the whole workflow; a repeated one succeeds without a change (no
-// dedup of requests, as the design says).
-func shutDown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy, msg string) Outcome {
+// shutDown accepts a Stop or Terminate of the whole workflow, with the requester's message for its final
+// message; a repeated one succeeds without a change (no dedup of requests, as the design says).
+func shutDown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy, message string) Outcome {
 	if ext.Shutdown == s {
 		return alreadyInEffect(fmt.Sprintf("workflow %s was already shutting down with strategy %s; nothing changed", wf.Name, s))
 	}
 	mirrorShutdown(wf, ext, s)
-	return succeeded(msg)
+	ext.ShutdownMessage = truncate.String(message, MaxMessageLength)
+	verb := map[wfv1.ShutdownStrategy]string{wfv1.ShutdownStrategyStop: "stopping", wfv1.ShutdownStrategyTerminate: "terminating"}[s]
+	if message == "" {
+		return succeeded("workflow " + verb)
+	}
+	return succeeded(fmt.Sprintf("workflow %s: %s", verb, quoted(message)))
 }
 
 // mirrorShutdown records an accepted shutdown in status.shutdown and, like a suspension, in the spec field

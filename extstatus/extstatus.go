@@ -15,6 +15,9 @@ import (
 type Extensions struct {
 	// Shutdown is the shutdown strategy the controller accepted; it supersedes spec.shutdown.
 	Shutdown wfv1.ShutdownStrategy `json:"shutdown,omitempty"`
+	// ShutdownMessage is the requester's reason given with the accepted Stop or Terminate, for the
+	// workflow's final message.
+	ShutdownMessage string `json:"shutdownMessage,omitempty"`
 	// Suspended is the workflow-level suspension the controller accepted.
 	Suspended *bool `json:"suspended,omitempty"`
 	// AppliedActions records actions applied in the same write as their effect, until their own status is written.
@@ -37,7 +40,7 @@ type AppliedAction struct {
 }
 
 // fieldNames are the status keys Extensions owns.
-var fieldNames = []string{"shutdown", "suspended", "appliedActions", "resultWaits", "retryCleanupSince"}
+var fieldNames = []string{"shutdown", "shutdownMessage", "suspended", "appliedActions", "resultWaits", "retryCleanupSince"}
 
 // FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated. Unknown status fields other than ours are
 // dropped, as argo's own controller does.

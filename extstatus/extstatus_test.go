@@ -85,9 +85,9 @@ func TestTheCRDCheckRefusesSchemasThatWouldPrune(t *testing.T) {
 	}{
 		{"argo's minimal CRD preserves unknown fields", "            type: object\n            x-kubernetes-preserve-unknown-fields: true\n", ""},
 		{"a schema declaring the fields is accepted",
-			"            type: object\n            properties:\n              shutdown: {type: string}\n              suspended: {type: boolean}\n              appliedActions: {type: array}\n              resultWaits: {type: object}\n              retryCleanupSince: {type: string}\n", ""},
+			"            type: object\n            properties:\n              shutdown: {type: string}\n              shutdownMessage: {type: string}\n              suspended: {type: boolean}\n              appliedActions: {type: array}\n              resultWaits: {type: object}\n              retryCleanupSince: {type: string}\n", ""},
 		{"argo's full CRD style prunes them",
-			"            type: object\n            properties:\n              phase: {type: string}\n", "would prune [status.shutdown status.suspended status.appliedActions status.resultWaits status.retryCleanupSince]"},
+			"            type: object\n            properties:\n              phase: {type: string}\n", "would prune [status.shutdown status.shutdownMessage status.suspended status.appliedActions status.resultWaits status.retryCleanupSince]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,9 +45,10 @@ type WorkflowAction struct {
 // WorkflowActionSpec says which workflow and what to do. It is immutable.
 //
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
-// +kubebuilder:validation:XValidation:rule="[has(self.resume), has(self.stop), has(self.retry)].filter(b, b).size() <= 1",message="at most one parameter block may be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.resume), has(self.stop), has(self.terminate), has(self.retry)].filter(b, b).size() <= 1",message="at most one parameter block may be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.resume) || self.action == 'Resume'",message="spec.resume is only allowed with action Resume"
 // +kubebuilder:validation:XValidation:rule="!has(self.stop) || self.action == 'Stop'",message="spec.stop is only allowed with action Stop"
+// +kubebuilder:validation:XValidation:rule="!has(self.terminate) || self.action == 'Terminate'",message="spec.terminate is only allowed with action Terminate"
 // +kubebuilder:validation:XValidation:rule="!has(self.retry) || self.action == 'Retry'",message="spec.retry is only allowed with action Retry"
 type WorkflowActionSpec struct {
 	WorkflowRef WorkflowRef `json:"workflowRef"`
@@ -59,6 +60,8 @@ type WorkflowActionSpec struct {
 	Resume *ResumeParameters `json:"resume,omitempty"`
 	// +optional
 	Stop *StopParameters `json:"stop,omitempty"`
+	// +optional
+	Terminate *TerminateParameters `json:"terminate,omitempty"`
 	// +optional
 	Retry *RetryParameters `json:"retry,omitempty"`
 }
@@ -88,7 +91,8 @@ type ResumeParameters struct {
 	OutputParameters map[string]string `json:"outputParameters,omitempty"`
 }
 
-// StopParameters narrow a Stop to suspend nodes matching a node field selector, failed with Message.
+// StopParameters narrow a Stop to suspend nodes matching a node field selector, failed with Message. Without
+// a selector the whole workflow stops, and Message says why in the workflow's final message.
 type StopParameters struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
@@ -96,6 +100,13 @@ type StopParameters struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	NodeFieldSelector string `json:"nodeFieldSelector,omitempty"`
+}
+
+// TerminateParameters say why the workflow is terminated: Message lands in its final message.
+type TerminateParameters struct {
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RetryParameters shape a Retry as argo's retry options do: which succeeded nodes run again, and argument

@@ -78,7 +78,7 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 	restartSuccessful := fs.Bool("restart-successful", false, "retry: also run again the succeeded nodes --node-field-selector selects")
 	var parameters repeated
 	fs.Var(&parameters, "p", "retry: NAME=VALUE overriding an argument parameter (repeatable)")
-	message := fs.String("message", "", "message for nodes failed by stop --node-field-selector")
+	message := fs.String("message", "", "stop, terminate: why, for the workflow's final message (with stop --node-field-selector: the message of the failed suspend nodes)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the outcome")
 	uid := fs.String("uid", "", "act only on the workflow with this UID (workflowRef.uid): a same-named replacement is never touched")
 	outputs := keyValues{}
@@ -95,6 +95,8 @@ func runAction(args []string, stdout, stderr io.Writer) int {
 		spec.Resume = &v1alpha1.ResumeParameters{NodeFieldSelector: *selector, OutputParameters: outputs}
 	case kind == v1alpha1.ActionStop && (*selector != "" || *message != ""):
 		spec.Stop = &v1alpha1.StopParameters{NodeFieldSelector: *selector, Message: *message}
+	case kind == v1alpha1.ActionTerminate && *message != "" && *selector == "" && len(outputs) == 0:
+		spec.Terminate = &v1alpha1.TerminateParameters{Message: *message}
 	case kind == v1alpha1.ActionRetry && *message == "" && len(outputs) == 0:
 		if *selector != "" || *restartSuccessful || len(parameters) > 0 {
 			spec.Retry = &v1alpha1.RetryParameters{RestartSuccessful: *restartSuccessful, NodeFieldSelector: *selector, Parameters: parameters}

@@ -329,6 +329,9 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	message := root.Message
 	if root.FailedOrError() && shutdown(p).Enabled() {
 		message = fmt.Sprintf("Stopped with strategy '%s'", shutdown(p))
+		if p.Ext != nil && p.Ext.ShutdownMessage != "" {
+			message += ": " + p.Ext.ShutdownMessage // the requester's reason, from the Stop or Terminate action
+		}
 	}
 	switch root.Phase {
 	case wfv1.NodeSucceeded, wfv1.NodeSkipped, wfv1.NodeOmitted:

@@ -154,7 +154,7 @@ func TestAWorkflowCRDThatWouldPruneWfguardsStatusFieldsIsFound(t *testing.T) {
 		t.Fatalf("found %v, want %v", got, want)
 	}
 	msg := report.Checks[len(report.Checks)-1].Findings[0].Message
-	if !strings.Contains(msg, "would prune [status.shutdown status.suspended status.appliedActions status.resultWaits status.retryCleanupSince]") {
+	if !strings.Contains(msg, "would prune [status.shutdown status.shutdownMessage status.suspended status.appliedActions status.resultWaits status.retryCleanupSince]") {
 		t.Errorf("message %q", msg)
 	}
 }

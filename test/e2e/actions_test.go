@@ -208,15 +208,21 @@ func TestStopAndTerminateActions(t *testing.T) {
 	e.waitFor(other.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "terminated[0].approve") != nil })
 	// Both actions reach the same drain: create them while the controller is stopped.
 	e.stopController()
-	t1 := e.create("terminate-1", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate})
-	t2 := e.create("terminate-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate})
+	t1 := e.create("terminate-1", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate,
+		Terminate: &v1alpha1.TerminateParameters{Message: "bad input data"}})
+	t2 := e.create("terminate-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate,
+		Terminate: &v1alpha1.TerminateParameters{Message: "a second reason"}})
 	e.startController(envOptions{})
-	// No dedup: a second Terminate succeeds as a no-op.
-	expectOutcome(t, e.waitAction(t1.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	expectOutcome(t, e.waitAction(t2.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	// No dedup: a second Terminate succeeds as a no-op, and its message does not replace the first.
+	first, second := e.waitAction(t1.Name), e.waitAction(t2.Name)
+	expectOutcome(t, first, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	expectOutcome(t, second, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	if first.Status.Message != "workflow terminating: bad input data" || !strings.Contains(second.Status.Message, "already shutting down") {
+		t.Errorf("outcome messages %q and %q, want the first to carry the reason and the second to change nothing", first.Status.Message, second.Status.Message)
+	}
 	term := e.waitCompleted(other.Name)
-	if term.Status.Phase != wfv1.WorkflowFailed || term.Status.Message != "Stopped with strategy 'Terminate'" {
-		t.Errorf("terminated = %s %q", term.Status.Phase, term.Status.Message)
+	if term.Status.Phase != wfv1.WorkflowFailed || term.Status.Message != "Stopped with strategy 'Terminate': bad input data" {
+		t.Errorf("terminated = %s %q, want Failed with the requester's reason", term.Status.Phase, term.Status.Message)
 	}
 	if st := e.extStatus(other.Name); st["shutdown"] != "Terminate" {
 		t.Errorf("status.shutdown = %v, want Terminate", st["shutdown"])
@@ -312,6 +318,10 @@ func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
 	}{
 		{"a resume block on a Stop", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Stop", Resume: &v1alpha1.ResumeParameters{}},
 			"spec.resume is only allowed with action Resume"},
+		{"a terminate block on a Stop", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Stop", Terminate: &v1alpha1.TerminateParameters{Message: "m"}},
+			"spec.terminate is only allowed with action Terminate"},
+		{"a terminate message over 1024 bytes", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Terminate",
+			Terminate: &v1alpha1.TerminateParameters{Message: strings.Repeat("m", 1025)}}, "spec.terminate.message"},
 		{"two parameter blocks", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Resume",
 			Resume: &v1alpha1.ResumeParameters{}, Stop: &v1alpha1.StopParameters{}}, "at most one parameter block may be set"},
 		{"an empty workflowRef", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(""), Action: "Stop"}, "spec.workflowRef.name"},
