@@ -31,6 +31,9 @@ const (
 	ReasonInvalidOutputParameters = "InvalidOutputParameters"
 	// ReasonOutcomeNotStorable replaces an outcome the API server refused to store (e.g. too large).
 	ReasonOutcomeNotStorable = "OutcomeNotStorable"
+	// ReasonWaitingForRecord is the reason of a Pending action: its workflow's write-ahead record is full of
+	// applied actions whose outcomes are not written yet.
+	ReasonWaitingForRecord = "WaitingForRecord"
 )
 
 // Bounds of a Resume's outputParameters, the same as the CRD's (an action stored before the CRD had them

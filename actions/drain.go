@@ -102,8 +102,13 @@ func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext 
 		if len(ext.AppliedActions) >= maxAppliedActions {
 			// The record is full of outcomes not yet reported; apply more only once they are, so no
 			// record is ever dropped (which would let a replay apply an action twice).
+			if !recordFull {
+				d.Log.Info("workflow actions wait for the write-ahead record", "workflow", key, "recorded", len(ext.AppliedActions))
+			}
 			recordFull = true
-			break
+			errs = append(errs, d.markPending(ctx, a, ReasonWaitingForRecord,
+				fmt.Sprintf("seen; waiting until the outcomes of the %d actions applied to workflow %s before it are written", len(ext.AppliedActions), wf.Name)))
+			continue
 		}
 		if !Targets(a, wf) {
 			out := Outcome{Phase: v1alpha1.PhaseFailed, Reason: ReasonWorkflowNotFound,
@@ -121,6 +126,23 @@ func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext 
 	}
 	ext.AppliedActions = pruneApplied(ext.AppliedActions, d.actionsOf(key))
 	return recordFull, errors.Join(errs...)
+}
+
+// markPending writes phase Pending, with why the action waits, on an action the controller has seen but
+// cannot settle in this pass; an action settled in the pass that sees it goes straight to its outcome. It
+// is written once: a later pass leaves a Pending action's status alone until its outcome.
+func (d *Drainer) markPending(ctx context.Context, a *v1alpha1.WorkflowAction, reason, message string) error {
+	if a.Status.Phase != "" {
+		return nil
+	}
+	next := a.DeepCopy()
+	next.Status = v1alpha1.WorkflowActionStatus{Phase: v1alpha1.PhasePending, Reason: reason, Message: truncate.String(message, MaxMessageLength)}
+	_, err := d.Client.Namespace(a.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: d.FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		// A conflict means our copy is stale (perhaps already terminal): the next pass looks again.
+		return fmt.Errorf("marking action %s/%s pending: %w", a.Namespace, a.Name, err)
+	}
+	return nil
 }
 
 // pruneApplied drops records whose action has its status or is gone, and bounds the list.

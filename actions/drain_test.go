@@ -2,9 +2,15 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +18,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
@@ -139,13 +146,60 @@ func TestDrainAppliesNothingMoreWhileTheRecordIsFull(t *testing.T) {
 	list = append(list, action("waiting", v1alpha1.ActionTerminate, t0.Add(time.Second), ""))
 	wf := running()
 
-	recordFull, err := drainerOver(t, list...).Drain(context.Background(), "ns/w", wf, ext, t0)
+	alreadyPending := action("already-pending", v1alpha1.ActionSuspend, t0.Add(2*time.Second), v1alpha1.PhasePending)
+	list = append(list, alreadyPending)
+	d := drainerOver(t, list...)
+	api := fakeActionAPI(t)
+	d.Client = api.client
+
+	recordFull, err := d.Drain(context.Background(), "ns/w", wf, ext, t0)
 	if err != nil || !recordFull {
 		t.Fatalf("Drain = (%v, %v), want (true, nil)", recordFull, err)
 	}
 	if len(ext.AppliedActions) != maxAppliedActions || ext.Shutdown != "" {
 		t.Errorf("%d records, shutdown %q: want the %d records kept and the waiting Terminate not applied", len(ext.AppliedActions), ext.Shutdown, maxAppliedActions)
 	}
+	want := []string{"waiting Pending WaitingForRecord: seen; waiting until the outcomes of the 100 actions applied to workflow w before it are written"}
+	if got := api.statusWrites(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("status writes = %q, want %q (once, and none for the action already marked Pending)", got, want)
+	}
+}
+
+// actionAPI answers the status writes of WorkflowActions like the API server, recording each.
+type actionAPI struct {
+	client *v1alpha1.Client
+	mu     sync.Mutex
+	writes []string
+}
+
+func fakeActionAPI(t *testing.T) *actionAPI {
+	t.Helper()
+	api := &actionAPI{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a v1alpha1.WorkflowAction
+		if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/status") || json.NewDecoder(r.Body).Decode(&a) != nil {
+			http.Error(w, "unexpected request "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		api.mu.Lock()
+		api.writes = append(api.writes, fmt.Sprintf("%s %s %s: %s", a.Name, a.Status.Phase, a.Status.Reason, a.Status.Message))
+		api.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&a)
+	}))
+	t.Cleanup(srv.Close)
+	client, err := v1alpha1.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.client = client
+	return api
+}
+
+func (api *actionAPI) statusWrites() []string {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return slices.Clone(api.writes)
 }
 
 func TestPruneKeepsOnlyRecordsOfActionsStillPending(t *testing.T) {

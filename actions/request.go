@@ -104,12 +104,16 @@ func Request(ctx context.Context, client *v1alpha1.NamespacedClient, spec v1alph
 	if err != nil {
 		return nil, &Error{Code: createRefusedCode(err), Action: spec.Action, Reason: ReasonRejected, Message: err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done, err := waitTerminal(ctx, client, a)
-	if errors.Is(err, context.DeadlineExceeded) {
+	done, err := waitTerminal(waitCtx, client, a)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		seen := "no controller has reported on it yet"
+		if cur, gerr := client.Get(ctx, a.Name, metav1.GetOptions{}); gerr == nil && cur.Status.Phase == v1alpha1.PhasePending {
+			a, seen = cur, fmt.Sprintf("the controller has seen it: Pending, %s: %s", cur.Status.Reason, cur.Status.Message)
+		}
 		return a, &Error{Code: DeadlineExceeded, Action: a.Name, Reason: "Timeout",
-			Message: fmt.Sprintf("no outcome within %s; the action stays and will still be applied", timeout)}
+			Message: fmt.Sprintf("no outcome within %s (%s); the action stays and will still be applied", timeout, seen)}
 	}
 	if err != nil {
 		return a, &Error{Code: Unavailable, Action: a.Name, Reason: "WatchFailed", Message: err.Error()}
