@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/wfguard/wfguard/actions"
+	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/test/controlplanetest"
 )
@@ -504,5 +506,19 @@ func TestTheExamplePolicyDeniesTerminateToDevelopersOnly(t *testing.T) {
 		if _, err := as(tc.group).Create(t.Context(), action(tc.action), metav1.CreateOptions{}); err != nil {
 			t.Errorf("%s creating %s: %v, want allowed", tc.group, tc.action, err)
 		}
+	}
+	// The sync contract reports the denial as argo-server would: PermissionDenied, and no action exists.
+	dev := rest.CopyConfig(config)
+	dev.Impersonate = rest.ImpersonationConfig{UserName: "someone-developers", Groups: []string{"developers", "system:authenticated"}}
+	client, err := actionsv1.NewForConfig(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = actions.Request(t.Context(), client.Namespace(ns), actionsv1.WorkflowActionSpec{
+		WorkflowRef: actionsv1.WorkflowRef{Name: "wf"}, Action: actionsv1.ActionTerminate}, nil, time.Second)
+	var aerr *actions.Error
+	if !errors.As(err, &aerr) || aerr.Code != actions.PermissionDenied || aerr.Reason != actions.ReasonRejected ||
+		!strings.Contains(aerr.Message, "developers may not terminate workflows") {
+		t.Errorf("a developer's Terminate through actions.Request: %v, want PermissionDenied/Rejected with the policy's message", err)
 	}
 }
