@@ -169,6 +169,8 @@ type Controller struct {
 	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
 	deferredMu sync.Mutex
 	deferred   map[string]time.Time
+
+	decodes decodeCache // each running workflow's cache copy, decoded once per resourceVersion
 }
 
 var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")

@@ -42,6 +42,9 @@ const (
 // persist writes the pass with a single Update. On conflict it re-reads the workflow and re-applies the
 // pass's changes as a merge patch, refusing to regress a completed workflow or node.
 func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, error) {
+	if c.decodes.unchanged(p.key, p.loaded, p.WF, p.Ext) {
+		return unchanged, nil // most passes: no encoding needed to know it
+	}
 	next, err := extstatus.ToUnstructured(p.WF, *p.Ext)
 	if err != nil {
 		return dropped, err

@@ -83,7 +83,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return staleRequeue, nil
 	}
 	completed := u.GetLabels()[common.LabelKeyCompleted] == "true"
-	wf, ext, err := extstatus.FromUnstructured(u)
+	var (
+		wf     *wfv1.Workflow
+		ext    extstatus.Extensions
+		loaded *unstructured.Unstructured
+	)
+	if completed {
+		c.decodes.forget(key)
+		wf, ext, err = extstatus.FromUnstructured(u)
+	} else {
+		wf, ext, loaded, err = c.decodes.decode(key, u)
+	}
 	switch {
 	case err != nil && completed:
 		// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
@@ -93,10 +103,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	case completed:
 		return c.reconcileCompleted(ctx, key, u, wf, ext)
 	}
-	p, err := c.newPass(key, u, wf, ext)
-	if err != nil {
-		return 0, err
-	}
+	p := c.newPass(key, loaded, wf, ext)
 	if orphanErr != nil {
 		p.retrySoon()
 	}
@@ -106,6 +113,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // reconcileGone is the flow of a workflow that no longer exists: its actions fail WorkflowNotFound and its
 // pods' finalizers go.
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
+	c.decodes.forget(key)
 	c.results.SetWaiting(key, 0)
 	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
 	c.throttle.Remove(key)
@@ -223,12 +231,7 @@ func (c *Controller) skipStale(key string, u *unstructured.Unstructured) {
 }
 
 // newPass starts a running workflow's pass from its decoded cache copy.
-func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (*pass, error) {
-	loaded, err := extstatus.ToUnstructured(wf, ext)
-	if err != nil {
-		return nil, err
-	}
-	loaded.SetResourceVersion(u.GetResourceVersion())
+func (c *Controller) newPass(key string, loaded *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) *pass {
 	return &pass{
 		key:    key,
 		loaded: loaded,
@@ -242,7 +245,7 @@ func (c *Controller) newPass(key string, u *unstructured.Unstructured, wf *wfv1.
 			// Not written by this process: possibly started by another controller (a cutover from argo).
 			Adopting: !c.wroteSinceStart(wf.UID),
 		},
-	}, nil
+	}
 }
 
 // reconcileTaskResults is the task-result phase (taskresult.Observer): it merges results from the cache

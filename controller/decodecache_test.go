@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/wfguard/wfguard/extstatus"
+)
+
+// runningWorkflow is a cache copy of a running workflow with n pod nodes, at resourceVersion rv.
+func runningWorkflow(t testing.TB, n int, rv string) *unstructured.Unstructured {
+	t.Helper()
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-uid", ResourceVersion: rv},
+		Spec:   wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Container: &corev1.Container{Image: "alpine"}}}},
+		Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, Nodes: wfv1.Nodes{}}}
+	for i := range n {
+		id := fmt.Sprintf("w-%d", i)
+		wf.Status.Nodes[id] = wfv1.NodeStatus{ID: id, Name: fmt.Sprintf("w[%d].s", i), Type: wfv1.NodeTypePod, Phase: wfv1.NodeSucceeded,
+			Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("v")}}}}
+	}
+	yes := true
+	u, err := extstatus.ToUnstructured(wf, extstatus.Extensions{Suspended: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetResourceVersion(rv)
+	return u
+}
+
+func TestTheDecodeCacheGivesEachPassItsOwnCopy(t *testing.T) {
+	var d decodeCache
+	u := runningWorkflow(t, 3, "10")
+	wf, ext, loaded, err := d.decode("ns/w", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.unchanged("ns/w", loaded, wf, &ext) {
+		t.Fatal("an untouched pass is not recognized as unchanged")
+	}
+	// A pass changes its copies: the cached decoding stays as stored.
+	n := wf.Status.Nodes["w-0"]
+	n.Phase = wfv1.NodeFailed
+	wf.Status.Nodes["w-0"] = n
+	*ext.Suspended = false
+	if d.unchanged("ns/w", loaded, wf, &ext) {
+		t.Error("a changed pass is taken for unchanged")
+	}
+	again, ext2, loaded2, err := d.decode("ns/w", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status.Nodes["w-0"].Phase != wfv1.NodeSucceeded || !*ext2.Suspended || loaded2 != loaded {
+		t.Errorf("the next pass at the same resourceVersion saw the previous pass's changes (node %s, suspended %t) or a new decoding",
+			again.Status.Nodes["w-0"].Phase, *ext2.Suspended)
+	}
+	// A new resourceVersion is decoded again.
+	_, _, loaded3, err := d.decode("ns/w", runningWorkflow(t, 3, "11"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded3 == loaded || loaded3.GetResourceVersion() != "11" {
+		t.Errorf("resourceVersion 11 reused the decoding of 10")
+	}
+	d.forget("ns/w")
+	if d.unchanged("ns/w", loaded3, again, &ext2) {
+		t.Error("a forgotten key still answers unchanged")
+	}
+}
+
+// BenchmarkDecodingAWorkflowForAPass prices what a pass pays to get its copy of a 50-node workflow, the
+// first time for a resourceVersion and when the decoding is cached.
+func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
+	u := runningWorkflow(b, 50, "10")
+	b.Run("decoded every pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			wf, ext, err := extstatus.FromUnstructured(u)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := extstatus.ToUnstructured(wf, ext); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached per resourceVersion", func(b *testing.B) {
+		var d decodeCache
+		b.ReportAllocs()
+		for b.Loop() {
+			wf, ext, loaded, err := d.decode("ns/w", u)
+			if err != nil || !d.unchanged("ns/w", loaded, wf, &ext) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
