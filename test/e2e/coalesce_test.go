@@ -20,6 +20,7 @@ import (
 
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const heldWorkflow = `
@@ -34,44 +35,44 @@ spec:
 func TestAChangeThatDecidesNothingWaitsForTheWindowButCompletionIsWrittenAtOnce(t *testing.T) {
 	hold := make(chan struct{})
 	e := newEnv(t, envOptions{coalesce: time.Hour, script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(heldWorkflow)
+	wf := e.Submit(heldWorkflow)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var pod corev1.Pod
 	touches := 0
 	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning {
 			return false, nil
 		}
 		pod = pods.Items[0]
-		if e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1 {
+		if e.Metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1 {
 			return true, nil
 		}
 		// The pod's own events wait for the window too; a metadata change makes the controller look now.
 		touches++
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.wfguard.io/touch":"%d"}}}`, touches)
-		_, err = e.argo.ArgoprojV1alpha1().Workflows(e.ns).Patch(ctx, wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err = e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Patch(ctx, wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return false, err
 	}); err != nil {
 		t.Fatalf("the pod never ran with a deferred pass: %v", err)
 	}
 
-	stored, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+	stored, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(ctx, wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := stored.Status.Nodes[stored.Name]
 	if node.Phase != wfv1.NodePending || node.HostNodeName != "" {
 		t.Fatalf("while the window is open the stored node should still be Pending without a host, got %s on %q (pod %s is %s)\n%s",
-			node.Phase, node.HostNodeName, pod.Name, pod.Status.Phase, describe(stored))
+			node.Phase, node.HostNodeName, pod.Name, pod.Status.Phase, harness.Describe(stored))
 	}
 
 	close(hold)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	node = done.Status.Nodes[done.Name]
 	if done.Status.Phase != wfv1.WorkflowSucceeded || node.Phase != wfv1.NodeSucceeded || node.HostNodeName == "" || node.Outputs == nil || node.Outputs.ExitCode == nil {
-		t.Fatalf("completion should be written at once, with the deferred host and exit code:\n%s", describe(done))
+		t.Fatalf("completion should be written at once, with the deferred host and exit code:\n%s", harness.Describe(done))
 	}
 }
 
@@ -79,8 +80,8 @@ func TestAShortWindowStillShowsARunningNodeWhileItRuns(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	e := newEnv(t, envOptions{coalesce: 100 * time.Millisecond, script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(heldWorkflow)
-	e.waitFor(wf.Name, "its node Running on its host", time.Minute, func(wf *wfv1.Workflow) bool {
+	wf := e.Submit(heldWorkflow)
+	e.WaitFor(wf.Name, "its node Running on its host", time.Minute, func(wf *wfv1.Workflow) bool {
 		n := wf.Status.Nodes[wf.Name]
 		return n.Phase == wfv1.NodeRunning && n.HostNodeName != ""
 	})
@@ -125,27 +126,27 @@ func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *tes
 		},
 	})
 	order := e.watchReleaseOrder(t.Context())
-	wf := e.submit(failedBesideHeld)
-	failed := e.waitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, wf.Name+".boom")
+	wf := e.Submit(failedBesideHeld)
+	failed := e.WaitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, wf.Name+".boom")
 		return n != nil && n.Phase == wfv1.NodeFailed
 	})
-	released, fulfilled := order(nodeByName(failed, wf.Name+".boom").ID)
-	stored, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	released, fulfilled := order(harness.NodeByName(failed, wf.Name+".boom").ID)
+	stored, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if released == 0 {
-		t.Fatalf("boom's pod was never released while held ran on\n%s", describe(stored))
+		t.Fatalf("boom's pod was never released while held ran on\n%s", harness.Describe(stored))
 	}
 	if fulfilled == 0 || fulfilled >= released {
 		t.Errorf("I5: boom's pod lost its finalizer at revision %d, but the first revision recording boom Failed and synced is %d (0: none yet)\n%s",
-			released, fulfilled, describe(stored))
+			released, fulfilled, harness.Describe(stored))
 	}
-	if n := nodeByName(stored, wf.Name+".held"); n == nil || n.Phase.Completed() {
-		t.Errorf("held should still run, so nothing but boom's result decided the pass\n%s", describe(stored))
+	if n := harness.NodeByName(stored, wf.Name+".held"); n == nil || n.Phase.Completed() {
+		t.Errorf("held should still run, so nothing but boom's result decided the pass\n%s", harness.Describe(stored))
 	}
-	if got := e.metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
+	if got := e.Metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
 		t.Errorf("wfguard_finalizer_released_before_persist_total = %v, want 0", got)
 	}
 }
@@ -155,11 +156,11 @@ func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *tes
 // showed the node fulfilled (0: none).
 func (e *env) watchReleaseOrder(ctx context.Context) func(id string) (released, fulfilled int64) {
 	e.t.Helper()
-	wfWatch, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Watch(ctx, metav1.ListOptions{})
+	wfWatch, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	podWatch, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
+	podWatch, err := e.Kube.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -158,12 +158,13 @@ func Describe(wf *wfv1.Workflow) string {
 	fmt.Fprintf(&b, "phase=%s message=%q\n", wf.Status.Phase, wf.Status.Message)
 	for _, n := range SortedNodes(wf) {
 		fmt.Fprintf(&b, "  %-34s %-9s %-10s synced=%s msg=%q inputs=%s outputs=%s\n",
-			n.Name, n.Type, n.Phase, optionalBool(n.TaskResultSynced), n.Message, n.Inputs, n.Outputs)
+			n.Name, n.Type, n.Phase, OptionalBool(n.TaskResultSynced), n.Message, n.Inputs, n.Outputs)
 	}
 	return b.String()
 }
 
-func optionalBool(b *bool) string {
+// OptionalBool prints an optional status flag: its value, or nil when unset.
+func OptionalBool(b *bool) string {
 	if b == nil {
 		return "nil"
 	}
