@@ -319,8 +319,8 @@ func Until(t testing.TB, what string, timeout time.Duration, cond func(ctx conte
 	}
 }
 
-// ReadManifest decodes the one-object YAML file at path (relative to the module root) into obj.
-func ReadManifest(t testing.TB, path string, obj any) {
+// ModuleRoot is the root of the module the test runs in (where config/ and bin/ are).
+func ModuleRoot(t testing.TB) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -330,7 +330,13 @@ func ReadManifest(t testing.TB, path string, obj any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, path))
+	return root
+}
+
+// ReadManifest decodes the one-object YAML file at path (relative to the module root) into obj.
+func ReadManifest(t testing.TB, path string, obj any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ModuleRoot(t), path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
@@ -31,14 +30,7 @@ const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
 // namespace ns so the other tests of this binary (which show the controller's own checks) run without it.
 func installPolicy(t *testing.T, ns string) {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := harness.ModuleRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, policyFile))
 	if err != nil {
 		t.Fatal(err)
