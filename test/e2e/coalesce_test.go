@@ -3,19 +3,14 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/faultinject"
@@ -125,13 +120,13 @@ func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *tes
 			return faultinject.DelayWatchEvents(lw, 300*time.Millisecond, nil)
 		},
 	})
-	order := e.watchReleaseOrder(t.Context())
+	order := harness.WatchReleaseOrder(e.Workflows)
 	wf := e.Submit(failedBesideHeld)
 	failed := e.WaitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
 		n := harness.NodeByName(wf, wf.Name+".boom")
 		return n != nil && n.Phase == wfv1.NodeFailed
 	})
-	released, fulfilled := order(harness.NodeByName(failed, wf.Name+".boom").ID)
+	released, fulfilled := order.WaitReleased(t.Context(), harness.NodeByName(failed, wf.Name+".boom").ID, 30*time.Second)
 	stored, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -148,77 +143,5 @@ func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *tes
 	}
 	if got := e.Metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
 		t.Errorf("wfguard_finalizer_released_before_persist_total = %v, want 0", got)
-	}
-}
-
-// watchReleaseOrder watches the namespace's workflows and pods; the function it returns waits until the pod
-// of node id lost the status finalizer and reports that pod revision and the first workflow revision that
-// showed the node fulfilled (0: none).
-func (e *env) watchReleaseOrder(ctx context.Context) func(id string) (released, fulfilled int64) {
-	e.t.Helper()
-	wfWatch, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	podWatch, err := e.Kube.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var mu sync.Mutex
-	fulfilledAt, releasedAt := map[string]int64{}, map[string]int64{}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for ev := range wfWatch.ResultChan() {
-			wf, ok := ev.Object.(*wfv1.Workflow)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
-			mu.Lock()
-			for id, n := range wf.Status.Nodes {
-				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
-					fulfilledAt[id] = rv
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		had := map[string]bool{}
-		for ev := range podWatch.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			id := pod.Annotations[common.AnnotationKeyNodeID]
-			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
-			mu.Lock()
-			if _, done := releasedAt[id]; !done && had[pod.Name] && !has {
-				releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
-			}
-			had[pod.Name] = had[pod.Name] || has
-			mu.Unlock()
-		}
-	}()
-	stop := func() {
-		wfWatch.Stop()
-		podWatch.Stop()
-		wg.Wait()
-	}
-	e.t.Cleanup(stop)
-	return func(id string) (int64, int64) {
-		e.t.Helper()
-		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			_, ok := releasedAt[id]
-			return ok, nil
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		return releasedAt[id], fulfilledAt[id]
 	}
 }

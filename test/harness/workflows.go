@@ -31,8 +31,8 @@ import (
 	"github.com/wfguard/wfguard/test/controlplanetest"
 )
 
-// DefaultTimeout bounds the waits that take no timeout of their own (WaitCompleted, WaitEvent, Until's
-// callers that pass it) unless Workflows.Timeout says otherwise.
+// DefaultTimeout bounds WaitCompleted and WaitEvent unless Workflows.Timeout says otherwise; suites pass
+// it to WaitFor and Until where they have no reason for another bound.
 const DefaultTimeout = 60 * time.Second
 
 // pollInterval is how often a wait reads again: short next to any timeout, cheap for the apiserver.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wfguard/wfguard/controller"
@@ -88,68 +86,12 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 	ns := namespace(t)
 	startController(t, true, time.Minute)
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Jitter: 0.5, RunFor: 50 * time.Millisecond}})
-	argo := versioned.NewForConfigOrDie(cp.Config())
-	kube := kubernetes.NewForConfigOrDie(cp.Config())
-	// Watch both streams; resourceVersions are etcd revisions, so they order writes across resources.
-	wfWatch, err := argo.ArgoprojV1alpha1().Workflows(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	podWatch, err := kube.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fulfilledAt := map[string]int64{} // node ID → first revision showing it fulfilled
-	releasedAt := map[string]int64{}  // node ID → revision where the pod lost the finalizer
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for ev := range wfWatch.ResultChan() {
-			wf, ok := ev.Object.(*wfv1.Workflow)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
-			mu.Lock()
-			for id, n := range wf.Status.Nodes {
-				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
-					fulfilledAt[id] = rv
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		had := map[string]bool{}
-		for ev := range podWatch.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			id := pod.Annotations[common.AnnotationKeyNodeID]
-			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
-			mu.Lock()
-			if had[pod.Name] && !has {
-				if _, done := releasedAt[id]; !done {
-					releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
-				}
-			}
-			had[pod.Name] = had[pod.Name] || has
-			mu.Unlock()
-		}
-	}()
-	wf := harness.NewWorkflows(t, cp.Config(), ns).Submit(fmt.Sprintf(threeSteps, "ordered"))
-	harness.Until(t, "all three pods released", time.Minute, func(ctx context.Context) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(releasedAt) == 3
-	})
-	wfWatch.Stop()
-	podWatch.Stop()
-	wg.Wait()
+	workflows := harness.NewWorkflows(t, cp.Config(), ns)
+	order := harness.WatchReleaseOrder(workflows)
+	wf := workflows.Submit(fmt.Sprintf(threeSteps, "ordered"))
+	harness.Until(t, "all three pods released", time.Minute, func(context.Context) bool { return order.ReleasedCount() == 3 })
+	order.Stop()
+	releasedAt, fulfilledAt := order.Revisions()
 	for id, rel := range releasedAt {
 		if ful, ok := fulfilledAt[id]; !ok || ful >= rel {
 			t.Errorf("I5: node %s's pod lost its finalizer at revision %d, before its final state was persisted (revision %d, seen %v)", id, rel, ful, ok)
@@ -158,18 +100,7 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 	if got := holding(podsIn(t.Context(), ns)); got != 0 {
 		t.Errorf("%d pods of %s still hold the finalizer", got, wf.Name)
 	}
-	harness.Until(t, "a PodFinalizersReleased event on the workflow", 15*time.Second, func(ctx context.Context) bool {
-		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name == wf.Name && ev.Reason == podfinalizer.ReasonFinalizersReleased {
-				return true
-			}
-		}
-		return false
-	})
+	workflows.WaitEvent("", wf.Name, podfinalizer.ReasonFinalizersReleased)
 }
 
 func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
