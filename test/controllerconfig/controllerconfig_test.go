@@ -8,14 +8,11 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/engine"
@@ -36,21 +33,19 @@ const timeout = time.Minute
 
 // env is a controller reading its ConfigMap from its own namespace, running workflows in another.
 type env struct {
-	t       *testing.T
-	kube    kubernetes.Interface
-	argo    versioned.Interface
-	ctlNS   string // the controller's namespace, holding the ConfigMap
-	ns      string // the workflows' namespace
-	watcher *controllerconfig.Watcher
-	env     *harness.Env
+	*harness.Workflows // the workflows' namespace
+	t                  *testing.T
+	ctlNS              string // the controller's namespace, holding the ConfigMap
+	watcher            *controllerconfig.Watcher
+	env                *harness.Env
 }
 
 func start(t *testing.T, configDoc string, script simnode.Script) *env {
 	t.Helper()
-	e := &env{t: t, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config()),
-		ctlNS: harness.Namespace(t, cp.Config(), "cfgctl"), ns: harness.Namespace(t, cp.Config(), "cfg")}
+	e := &env{t: t, Workflows: harness.NewWorkflows(t, cp.Config(), harness.Namespace(t, cp.Config(), "cfg")),
+		ctlNS: harness.Namespace(t, cp.Config(), "cfgctl")}
 	e.writeConfig(configDoc, true)
-	w, err := controllerconfig.NewWatcher(controllerconfig.Options{Kube: e.kube, Namespace: e.ctlNS, Log: harness.Logger(t)})
+	w, err := controllerconfig.NewWatcher(controllerconfig.Options{Kube: e.Kube, Namespace: e.ctlNS, Log: harness.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +57,9 @@ func start(t *testing.T, configDoc string, script simnode.Script) *env {
 		t.Fatal(err)
 	}
 	e.watcher = w
-	e.env = harness.Start(t, cp.Config(), controller.Options{Namespace: e.ns, Workers: 4, Config: w,
-		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(t)},
-		simnode.Options{Namespace: e.ns, Script: script})
+	e.env = harness.Start(t, cp.Config(), controller.Options{Namespace: e.Namespace, Workers: 4, Config: w,
+		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t)},
+		simnode.Options{Namespace: e.Namespace, Script: script})
 	return e
 }
 
@@ -74,26 +69,13 @@ func (e *env) writeConfig(doc string, create bool) {
 		Data: map[string]string{controllerconfig.ConfigKey: doc}}
 	var err error
 	if create {
-		_, err = e.kube.CoreV1().ConfigMaps(e.ctlNS).Create(e.t.Context(), cm, metav1.CreateOptions{})
+		_, err = e.Kube.CoreV1().ConfigMaps(e.ctlNS).Create(e.t.Context(), cm, metav1.CreateOptions{})
 	} else {
-		_, err = e.kube.CoreV1().ConfigMaps(e.ctlNS).Update(e.t.Context(), cm, metav1.UpdateOptions{})
+		_, err = e.Kube.CoreV1().ConfigMaps(e.ctlNS).Update(e.t.Context(), cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-func (e *env) submit(manifest string) string {
-	e.t.Helper()
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
-		e.t.Fatal(err)
-	}
-	created, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Create(e.t.Context(), wf, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return created.Name
 }
 
 func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, error)) {
@@ -105,7 +87,7 @@ func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, error))
 
 func (e *env) workflow(name string) *wfv1.Workflow {
 	e.t.Helper()
-	wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	wf, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -114,17 +96,12 @@ func (e *env) workflow(name string) *wfv1.Workflow {
 
 func (e *env) waitPhase(name string, phase wfv1.WorkflowPhase) *wfv1.Workflow {
 	e.t.Helper()
-	var wf *wfv1.Workflow
-	e.waitFor("saw workflow "+name+" "+string(phase), func(ctx context.Context) (bool, error) {
-		wf = e.workflow(name)
-		return wf.Status.Phase == phase, nil
-	})
-	return wf
+	return e.WaitFor(name, string(phase), timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == phase })
 }
 
 func (e *env) pods(workflow string) []corev1.Pod {
 	e.t.Helper()
-	list, err := e.kube.CoreV1().Pods(e.ns).List(e.t.Context(), metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + workflow})
+	list, err := e.Kube.CoreV1().Pods(e.Namespace).List(e.t.Context(), metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + workflow})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -187,7 +164,7 @@ func (e *env) checkPods(workflow, pool string) {
 func TestConfigMapShapesEveryWorkflowPodAndFollowsEdits(t *testing.T) {
 	e := start(t, configWithPool("batch"), simnode.Script{})
 
-	first := e.submit(twoSteps)
+	first := e.Submit(twoSteps).Name
 	e.waitPhase(first, wfv1.WorkflowSucceeded)
 	e.checkPods(first, "batch")
 
@@ -195,13 +172,13 @@ func TestConfigMapShapesEveryWorkflowPodAndFollowsEdits(t *testing.T) {
 	e.waitFor("took the edit", func(context.Context) (bool, error) {
 		return poolOf(e.watcher.Current()) == "gpu", nil
 	})
-	second := e.submit(twoSteps)
+	second := e.Submit(twoSteps).Name
 	e.waitPhase(second, wfv1.WorkflowSucceeded)
 	e.checkPods(second, "gpu")
 
 	e.writeConfig("workflowDefaults: [not, a, workflow]\n", false)
 	e.waitFor("emitted ConfigMapInvalid", func(ctx context.Context) (bool, error) {
-		events, err := e.kube.CoreV1().Events(e.ctlNS).List(ctx, metav1.ListOptions{})
+		events, err := e.Kube.CoreV1().Events(e.ctlNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -212,7 +189,7 @@ func TestConfigMapShapesEveryWorkflowPodAndFollowsEdits(t *testing.T) {
 		}
 		return false, nil
 	})
-	third := e.submit(twoSteps)
+	third := e.Submit(twoSteps).Name
 	e.waitPhase(third, wfv1.WorkflowSucceeded)
 	e.checkPods(third, "gpu") // the last valid config
 }
@@ -230,15 +207,15 @@ func TestNamespaceParallelismHoldsTheNextWorkflowPending(t *testing.T) {
 	gate := make(chan struct{})
 	e := start(t, "namespaceParallelism: 1\n", simnode.Script{ByTemplate: map[string]simnode.Behavior{"held": {Hold: gate}}})
 
-	first := e.submit(`
+	first := e.Submit(`
 metadata: {generateName: first-}
 spec: {entrypoint: held, templates: [{name: held, container: {image: alpine, command: ["true"]}}]}
-`)
+`).Name
 	e.waitFor("started the first workflow's pod", func(context.Context) (bool, error) { return len(e.pods(first)) == 1, nil })
-	second := e.submit(`
+	second := e.Submit(`
 metadata: {generateName: second-}
 spec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: ["true"]}}]}
-`)
+`).Name
 	wf := e.waitPhase(second, wfv1.WorkflowPending)
 	if wf.Status.Message != engine.ThrottledMessage {
 		t.Errorf("second workflow's message = %q, want %q", wf.Status.Message, engine.ThrottledMessage)
@@ -261,7 +238,7 @@ func (e *env) reasons(workflow string) []string {
 	e.t.Helper()
 	var reasons []string
 	e.waitFor("recorded WorkflowSucceeded on "+workflow, func(ctx context.Context) (bool, error) {
-		events, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + workflow})
+		events, err := e.Kube.CoreV1().Events(e.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + workflow})
 		if err != nil {
 			return false, err
 		}
@@ -278,7 +255,7 @@ func (e *env) reasons(workflow string) []string {
 // keeps the workflow's own; enabling it again (no restart) brings them back.
 func TestNodeEventsDisabledStopsNodeEvents(t *testing.T) {
 	e := start(t, "nodeEvents: {enabled: false}\n", simnode.Script{})
-	quiet := e.submit(twoSteps)
+	quiet := e.Submit(twoSteps).Name
 	e.waitPhase(quiet, wfv1.WorkflowSucceeded)
 	if got := e.reasons(quiet); slices.ContainsFunc(got, engine.IsNodeEvent) {
 		t.Errorf("events with node events disabled: %v, want none of WorkflowNode*", got)
@@ -286,7 +263,7 @@ func TestNodeEventsDisabledStopsNodeEvents(t *testing.T) {
 
 	e.writeConfig("nodeEvents: {enabled: true}\n", false)
 	e.waitFor("took the edit", func(context.Context) (bool, error) { return e.watcher.Current().NodeEvents.IsEnabled(), nil })
-	loud := e.submit(twoSteps)
+	loud := e.Submit(twoSteps).Name
 	e.waitPhase(loud, wfv1.WorkflowSucceeded)
 	if got := e.reasons(loud); !slices.Contains(got, engine.ReasonNodeSucceeded) {
 		t.Errorf("events with node events enabled: %v, want %s among them", got, engine.ReasonNodeSucceeded)
@@ -299,10 +276,10 @@ func TestNodeEventsDisabledStopsNodeEvents(t *testing.T) {
 func TestRetentionPolicyDeletesTheOldestCompletedWorkflows(t *testing.T) {
 	e := start(t, "retentionPolicy: {completed: 1, failed: 5, errored: 5}\n", simnode.Script{})
 	for range 3 {
-		e.submit(twoSteps)
+		e.Submit(twoSteps)
 	}
 	e.waitFor("kept one succeeded workflow of three", func(ctx context.Context) (bool, error) {
-		list, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -10,14 +10,12 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
@@ -44,10 +42,8 @@ func minute(n int) time.Time { return start.Truncate(time.Minute).Add(time.Durat
 // env is one test's namespace with a workflow controller and simulated node (real time) and a fake clock
 // for cron reconcilers.
 type env struct {
+	*harness.Workflows
 	t     *testing.T
-	ns    string
-	argo  versioned.Interface
-	kube  kubernetes.Interface
 	clock *clocktesting.FakeClock
 	hold  chan struct{} // closing it lets the "hold" template's pods finish
 	once  sync.Once
@@ -57,8 +53,7 @@ type env struct {
 // runs named in failing fail whatever their template.
 func newEnv(t *testing.T, failing ...string) *env {
 	t.Helper()
-	e := &env{t: t, ns: harness.Namespace(t, cp.Config(), "cron"), argo: versioned.NewForConfigOrDie(cp.Config()),
-		kube: kubernetes.NewForConfigOrDie(cp.Config()), clock: clocktesting.NewFakeClock(start), hold: make(chan struct{})}
+	e := &env{t: t, Workflows: harness.NewWorkflows(t, cp.Config(), harness.Namespace(t, cp.Config(), "cron")), clock: clocktesting.NewFakeClock(start), hold: make(chan struct{})}
 	script := simnode.Script{Func: func(info simnode.PodInfo) simnode.Behavior {
 		switch {
 		case slices.Contains(failing, info.WorkflowName) || info.Template.Name == "fail":
@@ -68,8 +63,8 @@ func newEnv(t *testing.T, failing ...string) *env {
 		}
 		return simnode.Behavior{}
 	}}
-	harness.Start(t, cp.Config(), controller.Options{Namespace: e.ns, Workers: 4, StatusFinalizer: true,
-		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(t)}, simnode.Options{Namespace: e.ns, Script: script})
+	harness.Start(t, cp.Config(), controller.Options{Namespace: e.Namespace, Workers: 4, StatusFinalizer: true,
+		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t)}, simnode.Options{Namespace: e.Namespace, Script: script})
 	return e
 }
 
@@ -79,6 +74,7 @@ func (e *env) release() { e.once.Do(func() { close(e.hold) }) }
 // reconciler is a running cron reconciler with what the test reads from it.
 type reconciler struct {
 	*cronworkflow.Reconciler
+	t        testing.TB
 	registry *prometheus.Registry
 	observer *recordingObserver
 	stop     func()
@@ -114,10 +110,10 @@ func (e *env) synced(r *reconciler, cwf *wfv1.CronWorkflow) {
 // startReconciler runs a cron reconciler for the namespace on the env's fake clock until stop or the test's end.
 func (e *env) startReconciler() *reconciler {
 	e.t.Helper()
-	r := &reconciler{registry: prometheus.NewRegistry(), observer: &recordingObserver{}, synced: map[string]uint64{}}
+	r := &reconciler{t: e.t, registry: prometheus.NewRegistry(), observer: &recordingObserver{}, synced: map[string]uint64{}}
 	var err error
-	r.Reconciler, err = cronworkflow.New(cp.Config(), cronworkflow.Options{Namespace: e.ns, Workers: 2, Clock: e.clock,
-		Observer: r.observer, ValidateWorkflow: controller.ArgoValidator(e.argo), Logger: harness.Logger(e.t), Registry: r.registry,
+	r.Reconciler, err = cronworkflow.New(cp.Config(), cronworkflow.Options{Namespace: e.Namespace, Workers: 2, Clock: e.clock,
+		Observer: r.observer, ValidateWorkflow: controller.ArgoValidator(e.Argo), Logger: harness.Logger(e.t), Registry: r.registry,
 		AfterSync: r.afterSync})
 	if err != nil {
 		e.t.Fatal(err)
@@ -138,23 +134,8 @@ func (e *env) startReconciler() *reconciler {
 
 // runs counts wfguard_cronworkflow_runs_total{outcome}.
 func (r *reconciler) runs(outcome string) float64 {
-	families, err := r.registry.Gather()
-	if err != nil {
-		return -1
-	}
-	for _, f := range families {
-		if f.GetName() != "wfguard_cronworkflow_runs_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == outcome {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	r.t.Helper()
+	return harness.Metric(r.t, r.registry, "wfguard_cronworkflow_runs_total", map[string]string{"outcome": outcome})
 }
 
 type recordingObserver struct {
@@ -216,7 +197,7 @@ func (e *env) createCron(manifest string) *wfv1.CronWorkflow {
 	if err := yaml.UnmarshalStrict([]byte(manifest), cwf); err != nil {
 		e.t.Fatalf("parsing cronworkflow: %v", err)
 	}
-	created, err := e.argo.ArgoprojV1alpha1().CronWorkflows(e.ns).Create(e.t.Context(), cwf, metav1.CreateOptions{})
+	created, err := e.Argo.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Create(e.t.Context(), cwf, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating cronworkflow: %v", err)
 	}
@@ -225,7 +206,7 @@ func (e *env) createCron(manifest string) *wfv1.CronWorkflow {
 
 func (e *env) cron(name string) *wfv1.CronWorkflow {
 	e.t.Helper()
-	cwf, err := e.argo.ArgoprojV1alpha1().CronWorkflows(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	cwf, err := e.Argo.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -235,11 +216,7 @@ func (e *env) cron(name string) *wfv1.CronWorkflow {
 // until waits for cond, failing with what.
 func (e *env) until(what string, cond func(ctx context.Context) bool) {
 	e.t.Helper()
-	if err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	}); err != nil {
-		e.t.Fatalf("never %s: %v", what, err)
-	}
+	harness.Until(e.t, what, harness.DefaultTimeout, cond)
 }
 
 // untilCron waits for cond on the CronWorkflow, failing with its last status.
@@ -247,7 +224,7 @@ func (e *env) untilCron(name, what string, cond func(*wfv1.CronWorkflow) bool) *
 	e.t.Helper()
 	var last *wfv1.CronWorkflow
 	if err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		cwf, err := e.argo.ArgoprojV1alpha1().CronWorkflows(e.ns).Get(ctx, name, metav1.GetOptions{})
+		cwf, err := e.Argo.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -284,34 +261,25 @@ func runName(cron string, t time.Time) string { return fmt.Sprintf("%s-%d", cron
 
 func (e *env) workflow(name string) (*wfv1.Workflow, bool) {
 	e.t.Helper()
-	wf, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	wf, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
 	return wf, err == nil
 }
 
 // waitRun waits until the run exists and returns it.
 func (e *env) waitRun(name string) *wfv1.Workflow {
 	e.t.Helper()
-	var wf *wfv1.Workflow
-	e.until("created run "+name, func(context.Context) bool {
-		var ok bool
-		wf, ok = e.workflow(name)
-		return ok
-	})
-	return wf
+	return e.WaitFor(name, "created", harness.DefaultTimeout, func(*wfv1.Workflow) bool { return true })
 }
 
 func (e *env) waitRunPhase(name string, phase wfv1.WorkflowPhase) {
 	e.t.Helper()
-	e.until("run "+name+" "+string(phase), func(context.Context) bool {
-		wf, ok := e.workflow(name)
-		return ok && wf.Status.Phase == phase
-	})
+	e.WaitFor(name, string(phase), harness.DefaultTimeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == phase })
 }
 
 // runNames are the workflows labelled as runs of cron, sorted.
 func (e *env) runNames(cron string) []string {
 	e.t.Helper()
-	list, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).List(e.t.Context(), metav1.ListOptions{LabelSelector: common.LabelKeyCronWorkflow + "=" + cron})
+	list, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).List(e.t.Context(), metav1.ListOptions{LabelSelector: common.LabelKeyCronWorkflow + "=" + cron})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -325,24 +293,10 @@ func (e *env) runNames(cron string) []string {
 	return names
 }
 
-// waitEvent waits for an Event of the reason on the CronWorkflow and returns it.
+// waitEvent waits for an Event of the reason on the CronWorkflow and returns the first.
 func (e *env) waitEvent(cron, reason string) corev1.Event {
 	e.t.Helper()
-	var found corev1.Event
-	e.until("an Event "+reason+" on "+cron, func(ctx context.Context) bool {
-		events, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + cron})
-		if err != nil {
-			return false
-		}
-		for _, ev := range events.Items {
-			if ev.Reason == reason {
-				found = ev
-				return true
-			}
-		}
-		return false
-	})
-	return found
+	return e.WaitEvent("", cron, reason)[0]
 }
 
 func activeNames(cwf *wfv1.CronWorkflow) []string {

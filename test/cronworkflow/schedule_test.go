@@ -130,7 +130,7 @@ func TestSuspendStopsRuns(t *testing.T) {
 	}
 	cwf := e.cron("paused")
 	cwf.Spec.Suspend = false
-	updated, err := e.argo.ArgoprojV1alpha1().CronWorkflows(e.ns).Update(t.Context(), cwf, metav1.UpdateOptions{})
+	updated, err := e.Argo.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Update(t.Context(), cwf, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package cutover_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,21 +12,17 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/compat"
 	"github.com/wfguard/wfguard/controller/engine"
-	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -66,14 +61,7 @@ type cutoverEnv struct {
 
 func newCutoverEnv(t *testing.T) *cutoverEnv {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := harness.ModuleRoot(t)
 	if err := controlplane.InstallCRDs(t.Context(), cp.Config(), filepath.Join(root, "config", "crd", "argo"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -90,19 +78,17 @@ func newCutoverEnv(t *testing.T) *cutoverEnv {
 
 // run is one direction's namespace, node, clients and the gate that holds every "long" pod.
 type run struct {
+	*harness.Workflows
 	t    *testing.T
 	env  *cutoverEnv
-	ns   string
-	argo versioned.Interface
-	kube kubernetes.Interface
 	gate chan struct{}
 	logs string
 }
 
 func (e *cutoverEnv) switchMidFlight(t *testing.T, first, second compat.Controller) {
-	r := &run{t: t, env: e, ns: harness.Namespace(t, cp.Config(), "cutover"), argo: versioned.NewForConfigOrDie(cp.Config()),
-		kube: kubernetes.NewForConfigOrDie(cp.Config()), gate: make(chan struct{}), logs: t.TempDir()}
-	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: r.ns, Script: holdLong(r.gate)})
+	r := &run{t: t, env: e, Workflows: harness.NewWorkflows(t, cp.Config(), harness.Namespace(t, cp.Config(), "cutover")),
+		gate: make(chan struct{}), logs: t.TempDir()}
+	harness.StartNode(t, cp.Config(), simnode.Options{Namespace: r.Namespace, Script: holdLong(r.gate)})
 	stopFirst := r.start(first)
 	names := r.submitAll("")
 	if second == compat.WFGuard {
@@ -134,9 +120,9 @@ func (e *cutoverEnv) switchMidFlight(t *testing.T, first, second compat.Controll
 	r.waitSuspended("suspend-baseline")
 	r.resume(second, "suspend-baseline")
 	for _, name := range names {
-		got, want := r.waitCompleted(name), r.waitCompleted(name+"-baseline")
+		got, want := r.WaitCompleted(name), r.WaitCompleted(name+"-baseline")
 		if got.Status.Phase != wfv1.WorkflowSucceeded {
-			t.Errorf("%s ended %s (%q) after the switch, want Succeeded\n%s", name, got.Status.Phase, got.Status.Message, describe(got))
+			t.Errorf("%s ended %s (%q) after the switch, want Succeeded\n%s", name, got.Status.Phase, got.Status.Message, harness.Describe(got))
 		}
 		if len(got.Status.Nodes) == 0 {
 			t.Errorf("%s has no nodes after the switch", name)
@@ -145,7 +131,7 @@ func (e *cutoverEnv) switchMidFlight(t *testing.T, first, second compat.Controll
 			t.Errorf("%s after the switch differs from a run by %s alone:\n%s", name, second, diff)
 		}
 	}
-	r.checkOutputsPassedOn(r.waitCompleted("outputs"))
+	r.checkOutputsPassedOn(r.WaitCompleted("outputs"))
 	r.waitReleased()
 	t.Logf("%d pods held %s at the switch; all released", len(holding), common.FinalizerPodStatus)
 }
@@ -155,7 +141,7 @@ func (r *run) checkOutputsPassedOn(wf *wfv1.Workflow) {
 	r.t.Helper()
 	use := wf.Status.Nodes.FindByDisplayName("use")
 	if use == nil {
-		r.t.Fatalf("outputs has no node use:\n%s", describe(wf))
+		r.t.Fatalf("outputs has no node use:\n%s", harness.Describe(wf))
 	}
 	if got, want := params(use.Inputs), "in=out-value,res=gen-result"; got != want {
 		r.t.Errorf("use got inputs %s, want %s (gen's outputs, recorded before the switch)", got, want)
@@ -182,14 +168,14 @@ func (r *run) dropFinalizer(pod string) {
 		r.t.Fatal("the long workflow's held pod does not hold the status finalizer")
 	}
 	patch := `{"metadata":{"finalizers":null}}`
-	if _, err := r.kube.CoreV1().Pods(r.ns).Patch(r.t.Context(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := r.Kube.CoreV1().Pods(r.Namespace).Patch(r.t.Context(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		r.t.Fatalf("removing the finalizer of pod %s: %v", pod, err)
 	}
 }
 
 func (r *run) podsHoldingFinalizer() []string {
 	r.t.Helper()
-	pods, err := r.kube.CoreV1().Pods(r.ns).List(r.t.Context(), metav1.ListOptions{})
+	pods, err := r.Kube.CoreV1().Pods(r.Namespace).List(r.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -215,7 +201,7 @@ func (r *run) start(c compat.Controller) func() {
 	switch c {
 	case compat.Argo:
 		o, err := compat.StartOracle(r.t.Context(), cp.Config(), compat.OracleOptions{Root: r.env.root, Kubeconfig: cp.Kubeconfig,
-			Namespace: r.ns, ExecutorImage: r.env.image, LogPath: filepath.Join(r.logs, "argo.log"),
+			Namespace: r.Namespace, ExecutorImage: r.env.image, LogPath: filepath.Join(r.logs, "argo.log"),
 			Env: []string{common.EnvVarPodStatusCaptureFinalizer + "=true"}})
 		if err != nil {
 			r.t.Fatal(err)
@@ -223,7 +209,7 @@ func (r *run) start(c compat.Controller) func() {
 		stop = o.Stop
 		r.t.Cleanup(func() { r.logTail("argo", o.LogTail(30)) })
 	case compat.WFGuard:
-		p, err := compat.StartWFGuard(compat.WFGuardOptions{Binary: r.env.wfguard, Kubeconfig: cp.Kubeconfig, Namespace: r.ns,
+		p, err := compat.StartWFGuard(compat.WFGuardOptions{Binary: r.env.wfguard, Kubeconfig: cp.Kubeconfig, Namespace: r.Namespace,
 			ExecutorImage: r.env.image, LogPath: filepath.Join(r.logs, "wfguard.log")})
 		if err != nil {
 			r.t.Fatal(err)
@@ -263,16 +249,9 @@ func (r *run) submitAll(suffix string) []string {
 // create creates the workflow of manifest, its name with suffix.
 func (r *run) create(manifest, suffix string) *wfv1.Workflow {
 	r.t.Helper()
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
-		r.t.Fatal(err)
-	}
+	wf := harness.ParseWorkflow(r.t, manifest)
 	wf.Name += suffix
-	created, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Create(r.t.Context(), wf, metav1.CreateOptions{})
-	if err != nil {
-		r.t.Fatalf("creating workflow %s: %v", wf.Name, err)
-	}
-	return created
+	return r.Create(wf)
 }
 
 // createOffloaded stores a running workflow whose nodes argo offloaded (the Workflow CRD has no status
@@ -280,12 +259,8 @@ func (r *run) create(manifest, suffix string) *wfv1.Workflow {
 func (r *run) createOffloaded() {
 	r.t.Helper()
 	created := r.create(offloaded, "")
-	want := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(offloaded), want); err != nil {
-		r.t.Fatal(err)
-	}
-	created.Status = want.Status
-	if _, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Update(r.t.Context(), created, metav1.UpdateOptions{}); err != nil {
+	created.Status = harness.ParseWorkflow(r.t, offloaded).Status
+	if _, err := r.Argo.ArgoprojV1alpha1().Workflows(r.Namespace).Update(r.t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		r.t.Fatalf("storing the offloaded workflow's status: %v", err)
 	}
 }
@@ -293,27 +268,16 @@ func (r *run) createOffloaded() {
 // checkAdoptionRefused: wfguard ends a running workflow it cannot carry on Error, saying why, with a Warning.
 func (r *run) checkAdoptionRefused(name, why string) {
 	r.t.Helper()
-	wf := r.waitCompleted(name)
+	wf := r.WaitCompleted(name)
 	if wf.Status.Phase != wfv1.WorkflowError || !strings.Contains(wf.Status.Message, why) {
 		r.t.Errorf("%s ended %s (%q), want Error saying %q", name, wf.Status.Phase, wf.Status.Message, why)
 	}
-	var last []string
-	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		events, err := r.kube.CoreV1().Events(r.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return false, nil
-		}
-		last = nil
-		for _, ev := range events.Items {
-			last = append(last, ev.Type+" "+ev.Reason)
-			if ev.Type == corev1.EventTypeWarning && ev.Reason == engine.ReasonAdoptionRefused && ev.Message == wf.Status.Message {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		r.t.Errorf("no Warning %s on %s with its message; events: %v", engine.ReasonAdoptionRefused, name, last)
+	events := r.WaitEvent("Workflow", name, engine.ReasonAdoptionRefused)
+	if !slices.ContainsFunc(events, func(ev corev1.Event) bool {
+		return ev.Type == corev1.EventTypeWarning && ev.Message == wf.Status.Message
+	}) {
+		r.t.Errorf("no Warning %s on %s with its message %q; its %s events: %+v", engine.ReasonAdoptionRefused, name, wf.Status.Message,
+			engine.ReasonAdoptionRefused, events)
 	}
 }
 
@@ -321,7 +285,7 @@ func (r *run) checkAdoptionRefused(name, why string) {
 func (r *run) waitMidFlight(names []string) {
 	r.t.Helper()
 	for _, name := range names {
-		r.waitFor(name, "mid-flight", func(wf *wfv1.Workflow) bool {
+		r.WaitFor(name, "mid-flight", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
 			for _, n := range wf.Status.Nodes {
 				if (n.TemplateName == "long" || n.TemplateName == "approve") && n.Phase == wfv1.NodeRunning {
 					return true
@@ -334,7 +298,7 @@ func (r *run) waitMidFlight(names []string) {
 
 func (r *run) waitSuspended(name string) {
 	r.t.Helper()
-	r.waitFor(name, "suspended", func(wf *wfv1.Workflow) bool {
+	r.WaitFor(name, "suspended", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
 		for _, n := range wf.Status.Nodes {
 			if n.Type == wfv1.NodeTypeSuspend && n.Phase == wfv1.NodeRunning {
 				return true
@@ -342,31 +306,6 @@ func (r *run) waitSuspended(name string) {
 		}
 		return false
 	})
-}
-
-func (r *run) waitCompleted(name string) *wfv1.Workflow {
-	r.t.Helper()
-	return r.waitFor(name, "completed", func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
-}
-
-func (r *run) waitFor(name, what string, cond func(*wfv1.Workflow) bool) *wfv1.Workflow {
-	r.t.Helper()
-	var last *wfv1.Workflow
-	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		wf, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		if err := extstatus.InflateNodes(wf); err != nil {
-			return false, err
-		}
-		last = wf
-		return cond(wf), nil
-	})
-	if err != nil {
-		r.t.Fatalf("workflow %s never %s: %v\n%s", name, what, err, describe(last))
-	}
-	return last
 }
 
 // resume resumes the workflow's suspend nodes the way controller c is told to: a WorkflowAction for
@@ -378,14 +317,14 @@ func (r *run) resume(c compat.Controller, name string) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if _, err := actions.Request(r.t.Context(), client.Namespace(r.ns), actionsv1.WorkflowActionSpec{
+		if _, err := actions.Request(r.t.Context(), client.Namespace(r.Namespace), actionsv1.WorkflowActionSpec{
 			WorkflowRef: actionsv1.WorkflowRef{Name: name}, Action: actionsv1.ActionResume}, nil, 30*time.Second); err != nil {
 			r.t.Fatalf("resuming %s: %v", name, err)
 		}
 		return
 	}
 	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wf, err := r.argo.ArgoprojV1alpha1().Workflows(r.ns).Get(ctx, name, metav1.GetOptions{})
+		wf, err := r.Argo.ArgoprojV1alpha1().Workflows(r.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -395,7 +334,7 @@ func (r *run) resume(c compat.Controller, name string) {
 				wf.Status.Nodes[id] = n
 			}
 		}
-		_, err = r.argo.ArgoprojV1alpha1().Workflows(r.ns).Update(ctx, wf, metav1.UpdateOptions{})
+		_, err = r.Argo.ArgoprojV1alpha1().Workflows(r.Namespace).Update(ctx, wf, metav1.UpdateOptions{})
 		return err == nil, nil // a conflict with the controller's own write: read again
 	})
 	if err != nil {
@@ -408,7 +347,7 @@ func (r *run) waitPodsEnded(name string) {
 	r.t.Helper()
 	var running []string
 	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := r.kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + name})
+		pods, err := r.Kube.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: common.LabelKeyWorkflow + "=" + name})
 		if err != nil || len(pods.Items) == 0 {
 			return false, nil
 		}
@@ -430,7 +369,7 @@ func (r *run) waitReleased() {
 	r.t.Helper()
 	var holding []string
 	err := wait.PollUntilContextTimeout(r.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := r.kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
+		pods, err := r.Kube.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -506,24 +445,6 @@ func diffTrees(got, want map[string]string) string {
 		if got[k] != want[k] {
 			fmt.Fprintf(&b, "  %s: got %q, want %q\n", k, got[k], want[k])
 		}
-	}
-	return b.String()
-}
-
-func describe(wf *wfv1.Workflow) string {
-	if wf == nil {
-		return "<no workflow>"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s message=%q\n", wf.Status.Phase, wf.Status.Message)
-	t := tree(wf)
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "  %-40s %s\n", k, t[k])
 	}
 	return b.String()
 }

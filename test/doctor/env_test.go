@@ -1,12 +1,8 @@
 package doctor_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +11,6 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,6 +24,7 @@ import (
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/taskresult"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var (
@@ -55,8 +50,6 @@ type env struct {
 	start time.Time
 }
 
-var executorRole sync.Once
-
 // newEnv creates a namespace. With reporting, its default ServiceAccount may write task results
 // (config/rbac/executor_role.yaml bound to it), as in an installed cluster.
 func newEnv(t *testing.T, reporting bool) *env {
@@ -71,34 +64,9 @@ func newEnv(t *testing.T, reporting bool) *env {
 		t.Fatal(err)
 	}
 	if reporting {
-		e.bindExecutor("default")
+		harness.BindExecutorRole(t, cp.Config(), e.ns)
 	}
 	return e
-}
-
-func (e *env) bindExecutor(sa string) {
-	e.t.Helper()
-	executorRole.Do(func() {
-		data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "executor_role.yaml"))
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.Unmarshal(data, role); err != nil {
-			e.t.Fatal(err)
-		}
-		if _, err := e.kube.RbacV1().ClusterRoles().Create(context.Background(), role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			e.t.Fatal(err)
-		}
-	})
-	_, err := e.kube.RbacV1().RoleBindings(e.ns).Create(e.t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "executor-" + sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "wfguard-executor"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: e.ns}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 }
 
 const spec = `

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestTheCRDBoundsEveryActionField(t *testing.T) {
@@ -58,9 +59,9 @@ func TestTheCRDBoundsEveryActionField(t *testing.T) {
 func TestActionsStoredBeforeTheBoundsEndAndDoNotBlockTheQueue(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	relaxActionCRD(t)
-	wf := e.submit(fmt.Sprintf(approval, "queued"))
-	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "queued[0].approve")
+	wf := e.Submit(fmt.Sprintf(approval, "queued"))
+	e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "queued[0].approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 	// Not a selector at all: its parse error quotes it, which once made a 3 MiB record and outcome.
@@ -86,11 +87,11 @@ func TestActionsStoredBeforeTheBoundsEndAndDoNotBlockTheQueue(t *testing.T) {
 			t.Errorf("%s: the outcome message is %d bytes, want at most about %d", tc.sentence, len(got.Status.Message), actions.MaxMessageLength)
 		}
 	}
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("workflow = %s %q, want Succeeded after the Resume\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Errorf("workflow = %s %q, want Succeeded after the Resume\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
-	if n := nodeByName(done, "queued[1].after"); n == nil || n.Inputs == nil || len(n.Inputs.Parameters) == 0 || n.Inputs.Parameters[0].Value.String() != "yes" {
+	if n := harness.NodeByName(done, "queued[1].after"); n == nil || n.Inputs == nil || len(n.Inputs.Parameters) == 0 || n.Inputs.Parameters[0].Value.String() != "yes" {
 		t.Errorf("the step after the approval did not get the Resume's answer: %+v", n)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func (e *env) actionClient() *v1alpha1.NamespacedClient {
@@ -28,7 +29,7 @@ func (e *env) actionClient() *v1alpha1.NamespacedClient {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return c.Namespace(e.ns)
+	return c.Namespace(e.Namespace)
 }
 
 // act creates an action and waits for its terminal status (the sync contract, by hand).
@@ -70,7 +71,7 @@ func (e *env) waitAction(name string) *v1alpha1.WorkflowAction {
 func (e *env) extStatus(name string) map[string]any {
 	e.t.Helper()
 	u, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
-		Namespace(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+		Namespace(e.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -107,9 +108,9 @@ spec:
 
 func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "approval"))
-	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "approval[0].approve")
+	wf := e.Submit(fmt.Sprintf(approval, "approval"))
+	e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "approval[0].approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 
@@ -138,20 +139,20 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=approve", OutputParameters: map[string]string{"answer": "yes"}}})
 	expectOutcome(t, r, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
 	// The workflow-level suspension still holds the next step until a plain Resume lifts it.
-	held := e.waitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "approval[0].approve")
+	held := e.WaitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "approval[0].approve")
 		return n != nil && n.Phase == wfv1.NodeSucceeded
 	})
-	if nodeByName(held, "approval[1].after") != nil {
+	if harness.NodeByName(held, "approval[1].after") != nil {
 		t.Errorf("a step started while the workflow was suspended")
 	}
 	lift := e.act("resume-all", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
 	expectOutcome(t, lift, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	if args := mainArgs(e.podOf(done, "approval[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
+	if args := mainArgs(e.PodOf(done, "approval[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
 		t.Errorf("after's argv = %v, want the supplied answer yes", args)
 	}
 	if done.Labels["workflows.argoproj.io/actor"] != "alice" || done.Labels["workflows.argoproj.io/action"] != "Resume" {
@@ -162,14 +163,14 @@ func TestSuspendAndResumeActionsAreAppliedInsideTheReconcile(t *testing.T) {
 	}
 	late := e.act("resume-late", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
 	expectOutcome(t, late, v1alpha1.PhaseFailed, actions.ReasonWorkflowCompleted)
-	e.waitEvent(wf.Name, actions.EventReasonApplied)
+	e.WaitEvent("", wf.Name, actions.EventReasonApplied)
 }
 
 func TestResumeBeforeTheSuspendNodeExistsIsRefusedNotSilentlyAccepted(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"ok": {Hold: hold}}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: not-yet}
 spec:
   entrypoint: main
@@ -181,16 +182,16 @@ spec:
   - name: approve
     suspend: {}
 `)
-	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
 	a := e.act("early", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
 	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonNothingToResume)
 }
 
 func TestStopAndTerminateActions(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "stop-node"))
-	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "stop-node[0].approve")
+	wf := e.Submit(fmt.Sprintf(approval, "stop-node"))
+	e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "stop-node[0].approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 	none := e.act("stop-none", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionStop,
@@ -199,13 +200,13 @@ func TestStopAndTerminateActions(t *testing.T) {
 	stop := e.act("stop-approve", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionStop,
 		Stop: &v1alpha1.StopParameters{NodeFieldSelector: "displayName=approve", Message: "rejected by bob"}})
 	expectOutcome(t, stop, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	done := e.waitCompleted(wf.Name)
-	if n := nodeByName(done, "stop-node[0].approve"); n.Phase != wfv1.NodeFailed || n.Message != "rejected by bob" {
+	done := e.WaitCompleted(wf.Name)
+	if n := harness.NodeByName(done, "stop-node[0].approve"); n.Phase != wfv1.NodeFailed || n.Message != "rejected by bob" {
 		t.Errorf("approve = %s %q, want Failed \"rejected by bob\"", n.Phase, n.Message)
 	}
 
-	other := e.submit(fmt.Sprintf(approval, "terminated"))
-	e.waitFor(other.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "terminated[0].approve") != nil })
+	other := e.Submit(fmt.Sprintf(approval, "terminated"))
+	e.WaitFor(other.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "terminated[0].approve") != nil })
 	// Both actions reach the same drain: create them while the controller is stopped.
 	e.stopController()
 	t1 := e.create("terminate-1", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(other.Name), Action: v1alpha1.ActionTerminate,
@@ -220,7 +221,7 @@ func TestStopAndTerminateActions(t *testing.T) {
 	if first.Status.Message != "workflow terminating: bad input data" || !strings.Contains(second.Status.Message, "already shutting down") {
 		t.Errorf("outcome messages %q and %q, want the first to carry the reason and the second to change nothing", first.Status.Message, second.Status.Message)
 	}
-	term := e.waitCompleted(other.Name)
+	term := e.WaitCompleted(other.Name)
 	if term.Status.Phase != wfv1.WorkflowFailed || term.Status.Message != "Stopped with strategy 'Terminate': bad input data" {
 		t.Errorf("terminated = %s %q, want Failed with the requester's reason", term.Status.Phase, term.Status.Message)
 	}
@@ -234,7 +235,7 @@ func TestActionsAreAppliedInCreationOrder(t *testing.T) {
 	// lifts the workflow-level suspension (there is no suspend node to finish), whichever pass applies it.
 	hold := make(chan struct{})
 	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: burst}
 spec:
   entrypoint: main
@@ -242,8 +243,8 @@ spec:
   - name: main
     container: {image: alpine, command: ["true"]}
 `)
-	e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "burst")
+	e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "burst")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name): out
@@ -263,20 +264,20 @@ spec:
 		t.Errorf("after the last Resume the workflow should not be suspended, status.suspended = %v", st["suspended"])
 	}
 	close(hold)
-	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("phase = %s\n%s", done.Status.Phase, describe(done))
+	if done := e.WaitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 }
 
 func TestAUIDPinnedActionNeverTouchesASameNamedReplacement(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "pinned"))
-	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "pinned[0].approve") != nil })
+	wf := e.Submit(fmt.Sprintf(approval, "pinned"))
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "pinned[0].approve") != nil })
 	a := e.act("pinned-old", v1alpha1.WorkflowActionSpec{
 		WorkflowRef: v1alpha1.WorkflowRef{Name: wf.Name, UID: types.UID("00000000-0000-0000-0000-000000000001")},
 		Action:      v1alpha1.ActionTerminate})
 	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
-	if got, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != wfv1.WorkflowRunning {
+	if got, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != wfv1.WorkflowRunning {
 		t.Errorf("the workflow was touched by an action pinned to another UID: %v %v", got.Status.Phase, err)
 	}
 }
@@ -285,8 +286,8 @@ func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *
 	// This controller "dies" after every workflow write that recorded an action, before the action write.
 	hooks := controller.Hooks{BeforeActionStatus: func(string) bool { return false }}
 	e := newEnv(t, envOptions{hooks: hooks})
-	wf := e.submit(fmt.Sprintf(approval, "crash"))
-	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "crash[0].approve") != nil })
+	wf := e.Submit(fmt.Sprintf(approval, "crash"))
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "crash[0].approve") != nil })
 	a := e.create("suspend-once", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		st := e.extStatus(wf.Name)
@@ -336,7 +337,7 @@ func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
 	a := e.act("immutable", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("x"), Action: "Stop"})
 	expectOutcome(t, a, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)
 	a.Spec.Action = "Terminate"
-	_, err := dynamicUpdate(t, e.ns, a)
+	_, err := dynamicUpdate(t, e.Namespace, a)
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
 		t.Errorf("changing the spec: err = %v, want immutable", err)
 	}
@@ -380,8 +381,8 @@ func TestFinishedActionsAreDeletedAfterTheirTTLAndPendingOnesNever(t *testing.T)
 		}
 	}
 	e := newEnv(t, envOptions{clock: fake, ttl: time.Hour, hooks: hooks})
-	held := e.submit(fmt.Sprintf(approval, "held"))
-	e.waitFor(held.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, "held[0].approve") != nil })
+	held := e.Submit(fmt.Sprintf(approval, "held"))
+	e.WaitFor(held.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "held[0].approve") != nil })
 	pending := e.create("pending", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(held.Name), Action: v1alpha1.ActionSuspend})
 	finished := e.act("finished", v1alpha1.WorkflowActionSpec{WorkflowRef: ref("absent"), Action: v1alpha1.ActionSuspend})
 	expectOutcome(t, finished, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotFound)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // uploadToArchive reports each declared output artifact where argoexec uploads one without a location:
@@ -35,7 +36,7 @@ func uploadToArchive(info simnode.PodInfo) simnode.Behavior {
 func (e *env) createRepositories() {
 	e.t.Helper()
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "artifact-repositories", Namespace: e.ns,
+		ObjectMeta: metav1.ObjectMeta{Name: "artifact-repositories", Namespace: e.Namespace,
 			Annotations: map[string]string{"workflows.argoproj.io/default-artifact-repository": "default-v1"}},
 		Data: map[string]string{"default-v1": `s3:
   bucket: repo-bucket
@@ -45,7 +46,7 @@ func (e *env) createRepositories() {
   secretKeySecret: {name: minio-cred, key: secretkey}
 `},
 	}
-	if _, err := e.kube.CoreV1().ConfigMaps(e.ns).Create(e.t.Context(), cm, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().ConfigMaps(e.Namespace).Create(e.t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -63,17 +64,17 @@ const repoTemplates = `
 func TestAnOutputArtifactWithoutALocationGoesToTheNamespacesArtifactRepository(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{Func: uploadToArchive}})
 	e.createRepositories()
-	wf := e.submit(manifest(artifactPassing, "repo-default", "a") + repoTemplates)
-	done := e.waitCompleted(wf.Name)
+	wf := e.Submit(manifest(artifactPassing, "repo-default", "a") + repoTemplates)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	ref := done.Status.ArtifactRepositoryRef
-	if ref == nil || ref.Namespace != e.ns || ref.ConfigMap != "artifact-repositories" || ref.Key != "default-v1" || ref.Default ||
+	if ref == nil || ref.Namespace != e.Namespace || ref.ConfigMap != "artifact-repositories" || ref.Key != "default-v1" || ref.Default ||
 		ref.ArtifactRepository == nil || ref.ArtifactRepository.S3 == nil || ref.ArtifactRepository.S3.Bucket != "repo-bucket" {
-		t.Errorf("status.artifactRepositoryRef = %+v, want %s/artifact-repositories#default-v1 with its s3 repository", ref, e.ns)
+		t.Errorf("status.artifactRepositoryRef = %+v, want %s/artifact-repositories#default-v1 with its s3 repository", ref, e.Namespace)
 	}
-	producerPod := e.podOf(done, "repo-default[0].produce")
+	producerPod := e.PodOf(done, "repo-default[0].produce")
 	archive := executorTemplate(t, producerPod).ArchiveLocation
 	wantKey := "repo-default/" + producerPod.Name
 	if archive == nil || archive.S3 == nil || archive.S3.Bucket != "repo-bucket" || archive.S3.Endpoint != "minio:9000" ||
@@ -87,11 +88,11 @@ func TestAnOutputArtifactWithoutALocationGoesToTheNamespacesArtifactRepository(t
 	if !mounted {
 		t.Errorf("the repository's credentials secret is not mounted for argoexec: %+v", producerPod.Spec.Volumes)
 	}
-	if out := nodeByName(done, "repo-default[0].produce").Outputs; out == nil || out.GetArtifactByName("a") == nil ||
+	if out := harness.NodeByName(done, "repo-default[0].produce").Outputs; out == nil || out.GetArtifactByName("a") == nil ||
 		out.GetArtifactByName("a").S3 == nil || out.GetArtifactByName("a").S3.Key != wantKey+"/a.tgz" {
 		t.Errorf("the producer records outputs %v, want artifact a at %s/a.tgz", out, wantKey)
 	}
-	in := executorTemplate(t, e.podOf(done, "repo-default[1].consume")).Inputs.GetArtifactByName("a")
+	in := executorTemplate(t, e.PodOf(done, "repo-default[1].consume")).Inputs.GetArtifactByName("a")
 	if in == nil || in.S3 == nil || in.S3.Bucket != "repo-bucket" || in.S3.Key != wantKey+"/a.tgz" || in.Path != "/tmp/a" {
 		t.Errorf("the consumer's executor would download %+v, want s3 repo-bucket/%s/a.tgz to /tmp/a", in, wantKey)
 	}
@@ -106,15 +107,15 @@ func TestAnArtifactRepositoryRefThatDoesNotResolveErrorsOnlyItsWorkflow(t *testi
   - name: main
     steps:
     - - {name: produce, template: produce}` + repoTemplates
-	missingCM := e.submit(`
+	missingCM := e.Submit(`
 metadata: {name: repo-no-cm}
 spec:
   artifactRepositoryRef: {configMap: gone, key: default-v1}` + body)
-	missingKey := e.submit(`
+	missingKey := e.Submit(`
 metadata: {name: repo-no-key}
 spec:
   artifactRepositoryRef: {key: nope}` + body)
-	good := e.submit(`
+	good := e.Submit(`
 metadata: {name: repo-explicit}
 spec:
   artifactRepositoryRef: {configMap: artifact-repositories, key: default-v1}` + body)
@@ -125,18 +126,18 @@ spec:
 		{"a missing ConfigMap", missingCM.Name, `failed to resolve artifact repository: failed to find any artifact repository for artifact repository ref "gone#default-v1"`},
 		{"a missing key", missingKey.Name, `failed to resolve artifact repository: failed to find any artifact repository for artifact repository ref "#nope"`},
 	} {
-		done := e.waitCompleted(tc.name)
+		done := e.WaitCompleted(tc.name)
 		if done.Status.Phase != wfv1.WorkflowError || done.Status.Message != tc.message || len(done.Status.Nodes) != 0 {
 			t.Errorf("%s: workflow %s %q with %d nodes, want Error %q before any node", tc.sentence, done.Status.Phase, done.Status.Message,
 				len(done.Status.Nodes), tc.message)
 		}
-		if got := e.waitEvent(tc.name, "WorkflowFailed"); len(got) != 1 || !strings.Contains(got[0], tc.message) {
+		if got := harness.Messages(e.WaitEvent("", tc.name, "WorkflowFailed")); len(got) != 1 || !strings.Contains(got[0], tc.message) {
 			t.Errorf("%s: WorkflowFailed events %q, want one naming the reference", tc.sentence, got)
 		}
 	}
-	done := e.waitCompleted(good.Name)
+	done := e.WaitCompleted(good.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded || done.Status.ArtifactRepositoryRef == nil || done.Status.ArtifactRepositoryRef.Key != "default-v1" {
 		t.Errorf("a workflow beside them is unaffected: %s %q, ref %+v\n%s", done.Status.Phase, done.Status.Message,
-			done.Status.ArtifactRepositoryRef, describe(done))
+			done.Status.ArtifactRepositoryRef, harness.Describe(done))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // uploaded is where the producer's executor puts artifact a: the location it declares, as argoexec does.
@@ -87,26 +88,26 @@ func TestAnOutputArtifactIsPassedByReferenceToTheNextStepsPod(t *testing.T) {
         arguments: {artifacts: [{name: a, from: "{{tasks.produce.outputs.artifacts.a}}"}]}`,
 			"art-dag.produce", "art-dag.consume"},
 	} {
-		wf := e.submit(`
+		wf := e.Submit(`
 metadata: {name: ` + tc.name + `}
 spec:
   entrypoint: main
   templates:` + tc.body + artifactTemplates)
-		done := e.waitCompleted(wf.Name)
+		done := e.WaitCompleted(wf.Name)
 		if done.Status.Phase != wfv1.WorkflowSucceeded {
-			t.Fatalf("%s: phase = %s %q\n%s", tc.sentence, done.Status.Phase, done.Status.Message, describe(done))
+			t.Fatalf("%s: phase = %s %q\n%s", tc.sentence, done.Status.Phase, done.Status.Message, harness.Describe(done))
 		}
-		producer := nodeByName(done, tc.producer)
+		producer := harness.NodeByName(done, tc.producer)
 		if producer.Outputs == nil || len(producer.Outputs.Artifacts) != 1 || producer.Outputs.Artifacts[0].Name != "a" ||
 			producer.Outputs.Artifacts[0].S3 == nil || producer.Outputs.Artifacts[0].S3.Key != "passing/a.tgz" {
 			t.Errorf("%s: the producer's outputs record %v, want artifact a at passing/a.tgz (and no optional b)", tc.sentence, producer.Outputs)
 		}
-		in := executorTemplate(t, e.podOf(done, tc.consumer)).Inputs.GetArtifactByName("a")
+		in := executorTemplate(t, e.PodOf(done, tc.consumer)).Inputs.GetArtifactByName("a")
 		if in == nil || in.S3 == nil || in.S3.Bucket != "artifacts" || in.S3.Endpoint != "minio:9000" || in.S3.Key != "passing/a.tgz" ||
 			in.Path != "/tmp/a" || in.From != "" {
 			t.Errorf("%s: the consumer's executor would download %+v, want s3 artifacts/passing/a.tgz to /tmp/a", tc.sentence, in)
 		}
-		if c := nodeByName(done, tc.consumer); c.Inputs == nil || c.Inputs.GetArtifactByName("a") == nil || c.Inputs.GetArtifactByName("a").S3 == nil {
+		if c := harness.NodeByName(done, tc.consumer); c.Inputs == nil || c.Inputs.GetArtifactByName("a") == nil || c.Inputs.GetArtifactByName("a").S3 == nil {
 			t.Errorf("%s: the consumer node records inputs %v, want artifact a with its location", tc.sentence, c.Inputs)
 		}
 	}
@@ -117,11 +118,11 @@ func TestAnArtifactFromThatDoesNotResolveFailsOnlyItsWorkflowNamingIt(t *testing
 		"produce": {Artifacts: map[string]wfv1.ArtifactLocation{"a": uploaded}},
 	}}})
 	// b is declared optional and never made: the reference is valid, but nothing is there at run time.
-	missing := e.submit(manifest(artifactPassing, "art-missing", "b") + artifactTemplates)
-	undeclared := e.submit(manifest(artifactPassing, "art-undeclared", "nope") + artifactTemplates)
-	good := e.submit(manifest(artifactPassing, "art-good", "a") + artifactTemplates)
+	missing := e.Submit(manifest(artifactPassing, "art-missing", "b") + artifactTemplates)
+	undeclared := e.Submit(manifest(artifactPassing, "art-undeclared", "nope") + artifactTemplates)
+	good := e.Submit(manifest(artifactPassing, "art-good", "a") + artifactTemplates)
 
-	done := e.waitCompleted(missing.Name)
+	done := e.WaitCompleted(missing.Name)
 	const msg = `Failed to resolve references: unable to resolve references: Unable to resolve: "steps.produce.outputs.artifacts.b"` // argo's words
 	if done.Status.Phase == wfv1.WorkflowSucceeded || done.Status.Message != msg {
 		t.Errorf("a from naming an artifact the producer did not make: workflow %s %q, want it failed with %q", done.Status.Phase, done.Status.Message, msg)
@@ -133,14 +134,14 @@ func TestAnArtifactFromThatDoesNotResolveFailsOnlyItsWorkflowNamingIt(t *testing
 		"art-missing[1]":         {wfv1.NodeTypeStepGroup, wfv1.NodeError, msg},
 	})
 
-	done = e.waitCompleted(undeclared.Name)
+	done = e.WaitCompleted(undeclared.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed || !strings.HasPrefix(done.Status.Message, "invalid spec: ") ||
 		!strings.Contains(done.Status.Message, "steps.produce.outputs.artifacts.nope") || len(done.Status.Nodes) != 0 {
 		t.Errorf("a from naming an undeclared artifact fails at start (argo's validation), naming it: %s %q, %d nodes",
 			done.Status.Phase, done.Status.Message, len(done.Status.Nodes))
 	}
 
-	if done = e.waitCompleted(good.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("a workflow beside them is unaffected: %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+	if done = e.WaitCompleted(good.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("a workflow beside them is unaffected: %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 }

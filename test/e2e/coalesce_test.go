@@ -3,23 +3,19 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const heldWorkflow = `
@@ -34,44 +30,44 @@ spec:
 func TestAChangeThatDecidesNothingWaitsForTheWindowButCompletionIsWrittenAtOnce(t *testing.T) {
 	hold := make(chan struct{})
 	e := newEnv(t, envOptions{coalesce: time.Hour, script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(heldWorkflow)
+	wf := e.Submit(heldWorkflow)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var pod corev1.Pod
 	touches := 0
 	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning {
 			return false, nil
 		}
 		pod = pods.Items[0]
-		if e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1 {
+		if e.Metric("wfguard_workflow_persist_total", map[string]string{"outcome": "deferred"}) >= 1 {
 			return true, nil
 		}
 		// The pod's own events wait for the window too; a metadata change makes the controller look now.
 		touches++
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.wfguard.io/touch":"%d"}}}`, touches)
-		_, err = e.argo.ArgoprojV1alpha1().Workflows(e.ns).Patch(ctx, wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err = e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Patch(ctx, wf.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return false, err
 	}); err != nil {
 		t.Fatalf("the pod never ran with a deferred pass: %v", err)
 	}
 
-	stored, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+	stored, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(ctx, wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := stored.Status.Nodes[stored.Name]
 	if node.Phase != wfv1.NodePending || node.HostNodeName != "" {
 		t.Fatalf("while the window is open the stored node should still be Pending without a host, got %s on %q (pod %s is %s)\n%s",
-			node.Phase, node.HostNodeName, pod.Name, pod.Status.Phase, describe(stored))
+			node.Phase, node.HostNodeName, pod.Name, pod.Status.Phase, harness.Describe(stored))
 	}
 
 	close(hold)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	node = done.Status.Nodes[done.Name]
 	if done.Status.Phase != wfv1.WorkflowSucceeded || node.Phase != wfv1.NodeSucceeded || node.HostNodeName == "" || node.Outputs == nil || node.Outputs.ExitCode == nil {
-		t.Fatalf("completion should be written at once, with the deferred host and exit code:\n%s", describe(done))
+		t.Fatalf("completion should be written at once, with the deferred host and exit code:\n%s", harness.Describe(done))
 	}
 }
 
@@ -79,8 +75,8 @@ func TestAShortWindowStillShowsARunningNodeWhileItRuns(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	e := newEnv(t, envOptions{coalesce: 100 * time.Millisecond, script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(heldWorkflow)
-	e.waitFor(wf.Name, "its node Running on its host", time.Minute, func(wf *wfv1.Workflow) bool {
+	wf := e.Submit(heldWorkflow)
+	e.WaitFor(wf.Name, "its node Running on its host", time.Minute, func(wf *wfv1.Workflow) bool {
 		n := wf.Status.Nodes[wf.Name]
 		return n.Phase == wfv1.NodeRunning && n.HostNodeName != ""
 	})
@@ -124,100 +120,28 @@ func TestAResultThatCompletesAFailedNodeIsPersistedBeforeItsPodIsReleased(t *tes
 			return faultinject.DelayWatchEvents(lw, 300*time.Millisecond, nil)
 		},
 	})
-	order := e.watchReleaseOrder(t.Context())
-	wf := e.submit(failedBesideHeld)
-	failed := e.waitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, wf.Name+".boom")
+	order := harness.WatchReleaseOrder(e.Workflows)
+	wf := e.Submit(failedBesideHeld)
+	failed := e.WaitFor(wf.Name, "recorded boom Failed", time.Minute, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, wf.Name+".boom")
 		return n != nil && n.Phase == wfv1.NodeFailed
 	})
-	released, fulfilled := order(nodeByName(failed, wf.Name+".boom").ID)
-	stored, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	released, fulfilled := order.WaitReleased(t.Context(), harness.NodeByName(failed, wf.Name+".boom").ID, 30*time.Second)
+	stored, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if released == 0 {
-		t.Fatalf("boom's pod was never released while held ran on\n%s", describe(stored))
+		t.Fatalf("boom's pod was never released while held ran on\n%s", harness.Describe(stored))
 	}
 	if fulfilled == 0 || fulfilled >= released {
 		t.Errorf("I5: boom's pod lost its finalizer at revision %d, but the first revision recording boom Failed and synced is %d (0: none yet)\n%s",
-			released, fulfilled, describe(stored))
+			released, fulfilled, harness.Describe(stored))
 	}
-	if n := nodeByName(stored, wf.Name+".held"); n == nil || n.Phase.Completed() {
-		t.Errorf("held should still run, so nothing but boom's result decided the pass\n%s", describe(stored))
+	if n := harness.NodeByName(stored, wf.Name+".held"); n == nil || n.Phase.Completed() {
+		t.Errorf("held should still run, so nothing but boom's result decided the pass\n%s", harness.Describe(stored))
 	}
-	if got := e.metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
+	if got := e.Metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
 		t.Errorf("wfguard_finalizer_released_before_persist_total = %v, want 0", got)
-	}
-}
-
-// watchReleaseOrder watches the namespace's workflows and pods; the function it returns waits until the pod
-// of node id lost the status finalizer and reports that pod revision and the first workflow revision that
-// showed the node fulfilled (0: none).
-func (e *env) watchReleaseOrder(ctx context.Context) func(id string) (released, fulfilled int64) {
-	e.t.Helper()
-	wfWatch, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	podWatch, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var mu sync.Mutex
-	fulfilledAt, releasedAt := map[string]int64{}, map[string]int64{}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for ev := range wfWatch.ResultChan() {
-			wf, ok := ev.Object.(*wfv1.Workflow)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
-			mu.Lock()
-			for id, n := range wf.Status.Nodes {
-				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
-					fulfilledAt[id] = rv
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		had := map[string]bool{}
-		for ev := range podWatch.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			id := pod.Annotations[common.AnnotationKeyNodeID]
-			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
-			mu.Lock()
-			if _, done := releasedAt[id]; !done && had[pod.Name] && !has {
-				releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
-			}
-			had[pod.Name] = had[pod.Name] || has
-			mu.Unlock()
-		}
-	}()
-	stop := func() {
-		wfWatch.Stop()
-		podWatch.Stop()
-		wg.Wait()
-	}
-	e.t.Cleanup(stop)
-	return func(id string) (int64, int64) {
-		e.t.Helper()
-		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			_, ok := releasedAt[id]
-			return ok, nil
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		return releasedAt[id], fulfilledAt[id]
 	}
 }

@@ -27,18 +27,18 @@ func TestACrashBeforeTheFinalizerReleaseLeavesThePodHeldUntilTheRestartReleasesI
 	points := faultinject.NewPoints()
 	points.Crash(faultinject.PointBeforeFinalizerRelease, 1)
 	e := newEnv(t, envOptions{points: points})
-	wf := e.submit(oneStep)
+	wf := e.Submit(oneStep)
 	if err := points.WaitHit(t.Context(), faultinject.PointBeforeFinalizerRelease, 1); err != nil {
 		t.Fatal(err)
 	}
 	e.stopController() // returns once the crashed controller has stopped
-	done := e.waitCompleted(wf.Name)
-	pod := e.podOf(done, wf.Name)
+	done := e.WaitCompleted(wf.Name)
+	pod := e.PodOf(done, wf.Name)
 	if !slices.Contains(pod.Finalizers, common.FinalizerPodStatus) {
 		t.Fatalf("the crash happened before the release, yet the pod lost its finalizer (releases: persisted %v orphaned %v deleting %v; point hits %d)",
-			e.metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "persisted"}),
-			e.metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "orphaned"}),
-			e.metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "deleting"}),
+			e.Metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "persisted"}),
+			e.Metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "orphaned"}),
+			e.Metric("wfguard_pod_finalizers_released_total", map[string]string{"reason": "deleting"}),
 			points.Hits(faultinject.PointBeforeFinalizerRelease))
 	}
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
@@ -46,7 +46,7 @@ func TestACrashBeforeTheFinalizerReleaseLeavesThePodHeldUntilTheRestartReleasesI
 	}
 	e.startController(envOptions{})
 	err := wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && !slices.Contains(p.Finalizers, common.FinalizerPodStatus), nil
 	})
 	if err != nil {
@@ -58,11 +58,11 @@ func TestPausedWorkersHoldEveryWorkflowUntilResumed(t *testing.T) {
 	points := faultinject.NewPoints()
 	points.Pause(faultinject.PointWorker)
 	e := newEnv(t, envOptions{points: points})
-	wf := e.submit(oneStep)
+	wf := e.Submit(oneStep)
 	if err := points.WaitHit(t.Context(), faultinject.PointWorker, 1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+	got, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPausedWorkersHoldEveryWorkflowUntilResumed(t *testing.T) {
 		t.Fatalf("a workflow was reconciled while every worker was paused: %s", got.Status.Phase)
 	}
 	points.Resume(faultinject.PointWorker)
-	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+	if done := e.WaitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("after resuming: %s", done.Status.Phase)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestADaemonServesItsClientAndIsStoppedWhenItsScopeEnds(t *testing.T) {
@@ -39,41 +40,41 @@ func TestADaemonServesItsClientAndIsStoppedWhenItsScopeEnds(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: ` + tc.name + `}
 spec:
   entrypoint: main
   templates:
   - name: main` + tc.main + templates)
 			// The client runs while the daemon does: the server node is daemoned, still Running.
-			running := e.waitFor(wf.Name, "ran its client next to the daemon", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				c := nodeByName(wf, tc.client)
+			running := e.WaitFor(wf.Name, "ran its client next to the daemon", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				c := harness.NodeByName(wf, tc.client)
 				return c != nil && c.Phase == wfv1.NodeRunning
 			})
-			server := nodeByName(running, tc.server)
+			server := harness.NodeByName(running, tc.server)
 			if server.Phase != wfv1.NodeRunning || server.Daemoned == nil || !*server.Daemoned || server.PodIP == "" {
 				t.Fatalf("while the client runs the server is %s daemoned=%s ip=%q, want Running, daemoned, with its pod IP",
-					server.Phase, ptr(server.Daemoned), server.PodIP)
+					server.Phase, harness.OptionalBool(server.Daemoned), server.PodIP)
 			}
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowSucceeded {
-				t.Fatalf("workflow = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, describe(done))
+				t.Fatalf("workflow = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 			}
-			server = nodeByName(done, tc.server)
+			server = harness.NodeByName(done, tc.server)
 			if server.Phase != wfv1.NodeSucceeded || server.Daemoned != nil || server.TaskResultSynced == nil || !*server.TaskResultSynced {
 				t.Errorf("the daemon ended %s daemoned=%s synced=%s, want Succeeded with its result, no longer daemoned",
-					server.Phase, ptr(server.Daemoned), ptr(server.TaskResultSynced))
+					server.Phase, harness.OptionalBool(server.Daemoned), harness.OptionalBool(server.TaskResultSynced))
 			}
-			if client := nodeByName(done, tc.client); client.Phase != wfv1.NodeSucceeded || client.StartedAt.Before(&server.StartedAt) {
+			if client := harness.NodeByName(done, tc.client); client.Phase != wfv1.NodeSucceeded || client.StartedAt.Before(&server.StartedAt) {
 				t.Errorf("client %s started %s, want Succeeded after the server started %s", client.Phase, client.StartedAt, server.StartedAt)
 			}
 			if !done.Status.FinishedAt.After(server.FinishedAt.Time) && !done.Status.FinishedAt.Equal(&server.FinishedAt) {
 				t.Errorf("the workflow finished at %s, before its daemon ended at %s", done.Status.FinishedAt, server.FinishedAt)
 			}
-			if ads := e.podOf(done, tc.server).Spec.ActiveDeadlineSeconds; ads == nil || *ads != 1 {
+			if ads := e.PodOf(done, tc.server).Spec.ActiveDeadlineSeconds; ads == nil || *ads != 1 {
 				t.Errorf("the daemon pod's activeDeadlineSeconds = %v, want 1 (stopped at its scope's end)", ads)
 			}
-			if args := mainArgs(e.podOf(done, tc.client)); !slices.Contains(args, "http://"+server.PodIP+"/") {
+			if args := mainArgs(e.PodOf(done, tc.client)); !slices.Contains(args, "http://"+server.PodIP+"/") {
 				t.Errorf("the client's command %v lacks the server's IP %s", args, server.PodIP)
 			}
 		})

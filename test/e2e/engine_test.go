@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func str(s string) *string { return &s }
@@ -25,7 +26,7 @@ func TestAScriptResultFeedsTheNextStep(t *testing.T) {
 		"gen":     {Result: str("hello")},
 		"consume": {Parameters: map[string]string{"echoed": "got hello"}},
 	}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: result-chain}
 spec:
   entrypoint: main
@@ -45,9 +46,9 @@ spec:
     container: {image: alpine, command: [echo], args: ["{{inputs.parameters.msg}}"]}
     outputs: {parameters: [{name: echoed, valueFrom: {path: /tmp/out}}]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s, want Succeeded\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s, want Succeeded\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"result-chain":            {wfv1.NodeTypeSteps, wfv1.NodeSucceeded, ""},
@@ -56,21 +57,21 @@ spec:
 		"result-chain[1]":         {wfv1.NodeTypeStepGroup, wfv1.NodeSucceeded, ""},
 		"result-chain[1].consume": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 	})
-	gen := nodeByName(done, "result-chain[0].gen")
+	gen := harness.NodeByName(done, "result-chain[0].gen")
 	if gen.Outputs == nil || gen.Outputs.Result == nil || *gen.Outputs.Result != "hello" {
 		t.Errorf("gen outputs = %v, want result hello", gen.Outputs)
 	}
-	if args := mainArgs(e.podOf(done, "result-chain[1].consume")); !slices.Contains(args, "hello") {
+	if args := mainArgs(e.PodOf(done, "result-chain[1].consume")); !slices.Contains(args, "hello") {
 		t.Errorf("consume's main argv = %v, want the result hello substituted", args)
 	}
-	if got := outputParam(nodeByName(done, "result-chain[1].consume"), "echoed"); got != "got hello" {
+	if got := outputParam(harness.NodeByName(done, "result-chain[1].consume"), "echoed"); got != "got hello" {
 		t.Errorf("consume output echoed = %q", got)
 	}
 }
 
 func TestADAGDiamondPassesParameters(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: diamond}
 spec:
   entrypoint: main
@@ -90,22 +91,22 @@ spec:
     container: {image: alpine, command: [echo], args: ["{{inputs.parameters.v}}"]}
     outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	for task, want := range map[string]string{"a": "7", "b": "7b", "c": "7c", "d": "7b+7c"} {
-		if got := outputParam(nodeByName(done, "diamond."+task), "out"); got != want {
+		if got := outputParam(harness.NodeByName(done, "diamond."+task), "out"); got != want {
 			t.Errorf("task %s out = %q, want %q", task, got, want)
 		}
 	}
 	// d started only after both b and c were fulfilled (I2).
-	d := nodeByName(done, "diamond.d")
+	d := harness.NodeByName(done, "diamond.d")
 	for _, dep := range []string{"diamond.b", "diamond.c"} {
-		if n := nodeByName(done, dep); n.FinishedAt.After(d.StartedAt.Time) {
+		if n := harness.NodeByName(done, dep); n.FinishedAt.After(d.StartedAt.Time) {
 			t.Errorf("%s finished at %s, after d started at %s", dep, n.FinishedAt, d.StartedAt)
 		}
-		if !slices.Contains(nodeByName(done, dep).Children, d.ID) {
+		if !slices.Contains(harness.NodeByName(done, dep).Children, d.ID) {
 			t.Errorf("%s does not list d as a child", dep)
 		}
 	}
@@ -113,7 +114,7 @@ spec:
 
 func TestWhenSkipsABranchAndDependsReactsToFailure(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: branches}
 spec:
   entrypoint: main
@@ -136,9 +137,9 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
     container: {image: alpine, command: ["false"]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("failures handled by depends and continueOn should not fail the DAG: phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("failures handled by depends and continueOn should not fail the DAG: phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"branches":            {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
@@ -153,7 +154,7 @@ spec:
 
 func TestContinueOnLetsADependentRunAndKeepsTheDAGGreen(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: continue-on}
 spec:
   entrypoint: main
@@ -170,9 +171,9 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
     container: {image: alpine, command: ["false"]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"continue-on":            {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
@@ -184,7 +185,7 @@ spec:
 
 func TestAnOmittedLeafInheritsItsBranchsFailure(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: inherit}
 spec:
   entrypoint: main
@@ -201,9 +202,9 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/exit-code: "3"}}
     container: {image: alpine, command: ["false"]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed {
-		t.Fatalf("phase = %s, want Failed (argo: the omitted leaf deploy inherits boom's failure)\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s, want Failed (argo: the omitted leaf deploy inherits boom's failure)\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"inherit":            {wfv1.NodeTypeDAG, wfv1.NodeFailed, ""},
@@ -215,7 +216,7 @@ spec:
 
 func TestAFailedStepFailsTheWorkflowWithArgosMessages(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: failing}
 spec:
   entrypoint: main
@@ -231,10 +232,10 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/exit-code: "1"}}
     container: {image: alpine, command: ["false"]}
 `)
-	done := e.waitCompleted(wf.Name)
-	bad := nodeByName(done, "failing[0].bad")
+	done := e.WaitCompleted(wf.Name)
+	bad := harness.NodeByName(done, "failing[0].bad")
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != "child '"+bad.ID+"' failed" {
-		t.Fatalf("workflow = %s %q, want Failed \"child '%s' failed\"\n%s", done.Status.Phase, done.Status.Message, bad.ID, describe(done))
+		t.Fatalf("workflow = %s %q, want Failed \"child '%s' failed\"\n%s", done.Status.Phase, done.Status.Message, bad.ID, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"failing":        {wfv1.NodeTypeSteps, wfv1.NodeFailed, "child '" + bad.ID + "' failed"},
@@ -304,29 +305,29 @@ spec:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(tc.manifest)
-			done := e.waitCompleted(wf.Name)
+			wf := e.Submit(tc.manifest)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowFailed || !strings.HasPrefix(done.Status.Message, "invalid spec: ") ||
 				!strings.Contains(done.Status.Message, tc.want) {
 				t.Errorf("workflow = %s %q, want Failed with \"invalid spec: ...%s...\"", done.Status.Phase, done.Status.Message, tc.want)
 			}
 			if len(done.Status.Nodes) != 0 {
-				t.Errorf("an invalid workflow got nodes: %s", describe(done))
+				t.Errorf("an invalid workflow got nodes: %s", harness.Describe(done))
 			}
 		})
 	}
 	// The controller keeps serving: a valid workflow in the same namespace still runs.
-	ok := e.submit(`
+	ok := e.Submit(`
 metadata: {name: still-served}
 spec:
   entrypoint: main
   templates:
   - name: main
     container: {image: alpine, command: ["true"]}`)
-	if done := e.waitCompleted(ok.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("a valid workflow after invalid ones ended %s\n%s", done.Status.Phase, describe(done))
+	if done := e.WaitCompleted(ok.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("a valid workflow after invalid ones ended %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	pods, err := e.kube.CoreV1().Pods(e.ns).List(t.Context(), metaListAll)
+	pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(t.Context(), metaListAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +338,7 @@ spec:
 
 func TestSuspendWithAndWithoutDuration(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	timed := e.submit(`
+	timed := e.Submit(`
 metadata: {name: timed}
 spec:
   entrypoint: main
@@ -348,7 +349,7 @@ spec:
     suspend: {duration: "2s"}
   - name: ok
     container: {image: alpine, command: ["true"]}`)
-	forever := e.submit(`
+	forever := e.Submit(`
 metadata: {name: forever}
 spec:
   entrypoint: main
@@ -359,26 +360,26 @@ spec:
     suspend: {}
   - name: ok
     container: {image: alpine, command: ["true"]}`)
-	done := e.waitCompleted(timed.Name)
+	done := e.WaitCompleted(timed.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("timed suspend: %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("timed suspend: %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	pause := nodeByName(done, "timed[0].pause")
+	pause := harness.NodeByName(done, "timed[0].pause")
 	if pause.Type != wfv1.NodeTypeSuspend || pause.FinishedAt.Sub(pause.StartedAt.Time) < 2*time.Second {
 		t.Errorf("pause node %s lasted %s, want a Suspend node of at least 2s", pause.Type, pause.FinishedAt.Sub(pause.StartedAt.Time))
 	}
-	held := e.waitFor(forever.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "forever[0].pause")
+	held := e.WaitFor(forever.Name, "suspended", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "forever[0].pause")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
-	if held.Status.Phase != wfv1.WorkflowRunning || nodeByName(held, "forever[1].after") != nil {
-		t.Errorf("an indefinite suspend must hold the workflow:\n%s", describe(held))
+	if held.Status.Phase != wfv1.WorkflowRunning || harness.NodeByName(held, "forever[1].after") != nil {
+		t.Errorf("an indefinite suspend must hold the workflow:\n%s", harness.Describe(held))
 	}
 }
 
 func TestTheWorkflowDeadlineFailsRunningSteps(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: deadline}
 spec:
   entrypoint: main
@@ -388,11 +389,11 @@ spec:
     steps: [[{name: slow, template: slow}]]
   - name: slow
     container: {image: alpine, command: [sleep, "3600"]}`)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	if n := nodeByName(done, "deadline[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != "Step exceeded its deadline" {
+	if n := harness.NodeByName(done, "deadline[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != "Step exceeded its deadline" {
 		t.Errorf("slow = %s %q, want Failed \"Step exceeded its deadline\"", n.Phase, n.Message)
 	}
 }
@@ -401,7 +402,7 @@ func TestLegacyShutdownStopsAndTerminates(t *testing.T) {
 	for _, strategy := range []wfv1.ShutdownStrategy{wfv1.ShutdownStrategyStop, wfv1.ShutdownStrategyTerminate} {
 		t.Run(string(strategy), func(t *testing.T) {
 			e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{RunFor: time.Hour}}})
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: shutdown}
 spec:
   entrypoint: main
@@ -410,21 +411,21 @@ spec:
     steps: [[{name: slow, template: slow}], [{name: next, template: slow}]]
   - name: slow
     container: {image: alpine, command: [sleep, "3600"]}`)
-			e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				n := nodeByName(wf, "shutdown[0].slow")
+			e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := harness.NodeByName(wf, "shutdown[0].slow")
 				return n != nil && n.Phase == wfv1.NodeRunning
 			})
 			e.patchSpec(wf.Name, `{"spec":{"shutdown":"`+string(strategy)+`"}}`)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			want := "Stopped with strategy '" + string(strategy) + "'"
 			if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
-				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, want, describe(done))
+				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, want, harness.Describe(done))
 			}
-			if n := nodeByName(done, "shutdown[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != want {
+			if n := harness.NodeByName(done, "shutdown[0].slow"); n.Phase != wfv1.NodeFailed || n.Message != want {
 				t.Errorf("slow = %s %q, want Failed %q", n.Phase, n.Message, want)
 			}
-			if nodeByName(done, "shutdown[1].next") != nil {
-				t.Errorf("a step after shutdown started:\n%s", describe(done))
+			if harness.NodeByName(done, "shutdown[1].next") != nil {
+				t.Errorf("a step after shutdown started:\n%s", harness.Describe(done))
 			}
 		})
 	}
@@ -432,7 +433,7 @@ spec:
 
 func TestUnboundedRecursionErrorsInsteadOfCrashingTheController(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: recurse}
 spec:
   entrypoint: main
@@ -440,7 +441,7 @@ spec:
   - name: main
     steps: [[{name: again, template: main}]]
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed {
 		t.Fatalf("phase = %s: %s", done.Status.Phase, done.Status.Message)
 	}
@@ -452,14 +453,14 @@ spec:
 		t.Errorf("no node says the recursion limit was hit")
 	}
 	// The controller survived and still serves.
-	ok := e.submit(`
+	ok := e.Submit(`
 metadata: {name: after-recursion}
 spec:
   entrypoint: main
   templates:
   - name: main
     container: {image: alpine, command: ["true"]}`)
-	if got := e.waitCompleted(ok.Name); got.Status.Phase != wfv1.WorkflowSucceeded {
+	if got := e.WaitCompleted(ok.Name); got.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("a workflow after the recursive one ended %s", got.Status.Phase)
 	}
 }
@@ -467,7 +468,7 @@ spec:
 func TestLegacySpecSuspendHoldsNewStepsUntilCleared(t *testing.T) {
 	release := make(chan struct{})
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"held": {Hold: release}}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: legacy-suspend}
 spec:
   entrypoint: main
@@ -478,24 +479,24 @@ spec:
     container: {image: alpine, command: ["true"]}
   - name: ok
     container: {image: alpine, command: ["true"]}`)
-	e.waitFor(wf.Name, "running its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "legacy-suspend[0].first")
+	e.WaitFor(wf.Name, "running its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "legacy-suspend[0].first")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 	e.patchSpec(wf.Name, `{"spec":{"suspend":true}}`)
-	e.waitFor(wf.Name, "seen suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Spec.Suspend != nil })
+	e.WaitFor(wf.Name, "seen suspended", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Spec.Suspend != nil })
 	close(release)
 	// The running step finishes, but the next one does not start while suspended.
-	held := e.waitFor(wf.Name, "finishing its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "legacy-suspend[0].first")
+	held := e.WaitFor(wf.Name, "finishing its first step", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "legacy-suspend[0].first")
 		return n != nil && n.Phase == wfv1.NodeSucceeded
 	})
-	if nodeByName(held, "legacy-suspend[1].second") != nil || held.Status.Phase != wfv1.WorkflowRunning {
-		t.Fatalf("a suspended workflow started its next step:\n%s", describe(held))
+	if harness.NodeByName(held, "legacy-suspend[1].second") != nil || held.Status.Phase != wfv1.WorkflowRunning {
+		t.Fatalf("a suspended workflow started its next step:\n%s", harness.Describe(held))
 	}
 	e.patchSpec(wf.Name, `{"spec":{"suspend":null}}`)
-	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded || nodeByName(done, "legacy-suspend[1].second") == nil {
-		t.Errorf("after resuming: %s\n%s", done.Status.Phase, describe(done))
+	if done := e.WaitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded || harness.NodeByName(done, "legacy-suspend[1].second") == nil {
+		t.Errorf("after resuming: %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 }
 
@@ -507,7 +508,7 @@ func TestAnUndecodableWorkflowFailsClearlyAndItsPodsAreReleased(t *testing.T) {
 		"spec":     map[string]any{"entrypoint": "main", "templates": "not-a-list"},
 	}}
 	created, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
-		Namespace(e.ns).Create(t.Context(), u, metav1.CreateOptions{})
+		Namespace(e.Namespace).Create(t.Context(), u, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,14 +519,14 @@ func TestAnUndecodableWorkflowFailsClearlyAndItsPodsAreReleased(t *testing.T) {
 		Annotations:     map[string]string{common.AnnotationKeyNodeID: "garbled"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "garbled", UID: created.GetUID()}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
-	if _, err := e.kube.CoreV1().Pods(e.ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Pods(e.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// argo's typed client cannot read it either: look at the raw object.
 	var phase, message string
 	err = wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).
-			Namespace(e.ns).Get(ctx, "garbled", metav1.GetOptions{})
+			Namespace(e.Namespace).Get(ctx, "garbled", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -537,7 +538,7 @@ func TestAnUndecodableWorkflowFailsClearlyAndItsPodsAreReleased(t *testing.T) {
 		t.Errorf("workflow = %s %q (%v), want Failed \"cannot unmarshall spec: ...\"", phase, message, err)
 	}
 	err = wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && !slices.Contains(p.Finalizers, common.FinalizerPodStatus), nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestAnExitHandlerReadsTheWorkflowStatus(t *testing.T) {
@@ -27,7 +28,7 @@ func TestAnExitHandlerReadsTheWorkflowStatus(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: ` + tc.name + `}
 spec:
   entrypoint: ` + tc.mainTemplate + `
@@ -41,7 +42,7 @@ spec:
   - name: report
     container: {image: alpine, command: [echo, "{{workflow.status}}", ` + tc.failuresArg + `]}
 `)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != tc.phase || done.Status.Message != tc.message {
 				t.Errorf("workflow = %s %q, want %s %q", done.Status.Phase, done.Status.Message, tc.phase, tc.message)
 			}
@@ -49,17 +50,17 @@ spec:
 				tc.name:             tc.mainNode,
 				tc.name + ".onExit": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 			})
-			exit := nodeByName(done, tc.name+".onExit")
+			exit := harness.NodeByName(done, tc.name+".onExit")
 			if exit == nil {
 				t.FailNow()
 			}
 			if exit.NodeFlag == nil || !exit.NodeFlag.Hooked {
 				t.Errorf("the exit node is not flagged as hooked: %+v", exit.NodeFlag)
 			}
-			if main := nodeByName(done, tc.name); exit.StartedAt.Before(&main.FinishedAt) {
+			if main := harness.NodeByName(done, tc.name); exit.StartedAt.Before(&main.FinishedAt) {
 				t.Errorf("the exit handler started at %s, before the entrypoint finished at %s", exit.StartedAt, main.FinishedAt)
 			}
-			args := mainArgs(e.podOf(done, tc.name+".onExit"))
+			args := mainArgs(e.PodOf(done, tc.name+".onExit"))
 			if !slices.Contains(args, string(tc.phase)) {
 				t.Errorf("the exit handler's argv %q lacks {{workflow.status}} = %s", args, tc.phase)
 			}
@@ -79,7 +80,7 @@ func TestExitHandlersRunOnStopButNotOnTerminate(t *testing.T) {
 	}{{wfv1.ShutdownStrategyStop, true}, {wfv1.ShutdownStrategyTerminate, false}} {
 		t.Run(string(tc.strategy), func(t *testing.T) {
 			e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{RunFor: time.Hour}, t.Logf)})
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: stopping}
 spec:
   entrypoint: main
@@ -93,26 +94,26 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/run-for: 0s}}
     container: {image: alpine, command: [echo, "{{workflow.status}}"]}
 `)
-			e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				n := nodeByName(wf, "stopping[0].slow")
+			e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := harness.NodeByName(wf, "stopping[0].slow")
 				return n != nil && n.Phase == wfv1.NodeRunning
 			})
 			e.patchSpec(wf.Name, `{"spec":{"shutdown":"`+string(tc.strategy)+`"}}`)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			want := "Stopped with strategy '" + string(tc.strategy) + "'"
 			if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
-				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, want, describe(done))
+				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, want, harness.Describe(done))
 			}
-			exit := nodeByName(done, "stopping.onExit")
+			exit := harness.NodeByName(done, "stopping.onExit")
 			switch {
 			case tc.runs && (exit == nil || exit.Phase != wfv1.NodeSucceeded):
-				t.Errorf("on %s the exit handler should run and succeed:\n%s", tc.strategy, describe(done))
+				t.Errorf("on %s the exit handler should run and succeed:\n%s", tc.strategy, harness.Describe(done))
 			case tc.runs:
-				if args := mainArgs(e.podOf(done, "stopping.onExit")); !slices.Contains(args, "Failed") {
+				if args := mainArgs(e.PodOf(done, "stopping.onExit")); !slices.Contains(args, "Failed") {
 					t.Errorf("the exit handler's argv %q lacks {{workflow.status}} = Failed", args)
 				}
 			case exit != nil:
-				t.Errorf("on %s no exit handler should run:\n%s", tc.strategy, describe(done))
+				t.Errorf("on %s no exit handler should run:\n%s", tc.strategy, harness.Describe(done))
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestANodeWaitsForItsResultAndKeepsItsFinalizerUntilThenTheRestIsReleased(t *testing.T) {
@@ -22,37 +23,37 @@ func TestANodeWaitsForItsResultAndKeepsItsFinalizerUntilThenTheRestIsReleased(t 
 		"produce": {Parameters: map[string]string{"out": "v1"}, Fault: simnode.Fault{NeverFinalize: true}},
 		"consume": {},
 	}}})
-	wf := e.submit(manifest(producerConsumer, "gated", "10m"))
-	waiting := e.waitFor(wf.Name, "waiting for the task result", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "gated[0].produce")
+	wf := e.Submit(manifest(producerConsumer, "gated", "10m"))
+	waiting := e.WaitFor(wf.Name, "waiting for the task result", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "gated[0].produce")
 		return n != nil && strings.HasPrefix(n.Message, "waiting for task result (since ")
 	})
-	produce := nodeByName(waiting, "gated[0].produce")
+	produce := harness.NodeByName(waiting, "gated[0].produce")
 	if produce.Phase != wfv1.NodeRunning {
 		t.Errorf("a node whose pod succeeded without a complete result is %s, want Running", produce.Phase)
 	}
-	if pod := e.podOf(waiting, "gated[0].produce"); pod.Status.Phase != corev1.PodSucceeded || !slices.Contains(pod.Finalizers, common.FinalizerPodStatus) {
+	if pod := e.PodOf(waiting, "gated[0].produce"); pod.Status.Phase != corev1.PodSucceeded || !slices.Contains(pod.Finalizers, common.FinalizerPodStatus) {
 		t.Errorf("pod = %s finalizers %v, want Succeeded and still holding the status finalizer", pod.Status.Phase, pod.Finalizers)
 	}
-	if nodeByName(waiting, "gated[1].consume") != nil {
-		t.Fatalf("the successor started before the result was complete (I2):\n%s", describe(waiting))
+	if harness.NodeByName(waiting, "gated[1].consume") != nil {
+		t.Fatalf("the successor started before the result was complete (I2):\n%s", harness.Describe(waiting))
 	}
 
 	// The executor's final report arrives (an SRE's `kubectl label ... report-outputs-completed=true`).
 	patch := `{"metadata":{"labels":{"` + common.LabelKeyReportOutputsCompleted + `":"true"}}}`
-	if _, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Patch(t.Context(), produce.ID, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Patch(t.Context(), produce.ID, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	if args := mainArgs(e.podOf(done, "gated[1].consume")); !slices.Contains(args, "v1") {
+	if args := mainArgs(e.PodOf(done, "gated[1].consume")); !slices.Contains(args, "v1") {
 		t.Errorf("consume argv = %v, want the produced value v1", args)
 	}
 	// I5: no pod keeps the finalizer once its node's final state is persisted.
 	err := wait.PollUntilContextTimeout(t.Context(), 25*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}

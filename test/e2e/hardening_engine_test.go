@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // holdFinalizer is a test's own finalizer: it keeps the earlier workflow's pod there until the test lets go.
@@ -60,60 +61,60 @@ func TestAWorkflowRecreatedUnderTheSameNameWaitsForTheEarlierPodToGo(t *testing.
 				}
 			}
 			t.Cleanup(release)
-			old := e.submit(single)
-			running := e.waitFor(old.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				n := nodeByName(wf, "again[0].only")
+			old := e.Submit(single)
+			running := e.WaitFor(old.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := harness.NodeByName(wf, "again[0].only")
 				return n != nil && n.Phase == wfv1.NodeRunning
 			})
-			oldPod := e.podOf(running, "again[0].only")
+			oldPod := e.PodOf(running, "again[0].only")
 			// Keep the earlier pod until the test says so, whatever the controller and the garbage collector do.
 			e.patchPod(oldPod.Name, fmt.Sprintf(`{"metadata":{"finalizers":[%q,%q]}}`, "workflows.argoproj.io/status", holdFinalizer))
 			t.Cleanup(func() { e.dropFinalizer(oldPod.Name, holdFinalizer) })
 
-			if err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
+			if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				_, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(ctx, old.Name, metav1.GetOptions{})
+				_, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
 				return apierrors.IsNotFound(err), nil
 			}); err != nil {
 				t.Fatalf("the deleted workflow never went: %v", err)
 			}
 			// The control plane here runs no garbage collector: delete what it would (the owner is gone),
 			// the earlier pod and task result. The status finalizer and the test's keep the pod Terminating.
-			if err := e.kube.CoreV1().Pods(e.ns).Delete(t.Context(), oldPod.Name, metav1.DeleteOptions{}); err != nil {
+			if err := e.Kube.CoreV1().Pods(e.Namespace).Delete(t.Context(), oldPod.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).DeleteCollection(t.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			if err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).DeleteCollection(t.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			again := e.submit(single) // as soon as GET says 404
+			again := e.Submit(single) // as soon as GET says 404
 			if again.UID == old.UID {
 				t.Fatal("the recreated workflow has the old UID")
 			}
-			waiting := e.waitFor(again.Name, "waiting for the earlier pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				n := nodeByName(wf, "again[0].only")
+			waiting := e.WaitFor(again.Name, "waiting for the earlier pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := harness.NodeByName(wf, "again[0].only")
 				return wf.UID == again.UID && n != nil && n.Phase == wfv1.NodePending && strings.HasPrefix(n.Message, engine.WaitingForOldPodPrefix)
 			})
-			if msg := nodeByName(waiting, "again[0].only").Message; !strings.Contains(msg, oldPod.Name) || !strings.Contains(msg, string(old.UID)) {
+			if msg := harness.NodeByName(waiting, "again[0].only").Message; !strings.Contains(msg, oldPod.Name) || !strings.Contains(msg, string(old.UID)) {
 				t.Errorf("waiting message %q should name the pod %s and the old UID %s", msg, oldPod.Name, old.UID)
 			}
-			e.waitEvent(again.Name, engine.ReasonNodeWaitingForOldPod)
+			e.WaitEvent("", again.Name, engine.ReasonNodeWaitingForOldPod)
 			if tc.release {
 				e.dropFinalizer(oldPod.Name, holdFinalizer)
-				e.waitFor(again.Name, "running its own pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-					n := nodeByName(wf, "again[0].only")
+				e.WaitFor(again.Name, "running its own pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+					n := harness.NodeByName(wf, "again[0].only")
 					return n != nil && n.Phase == wfv1.NodeRunning
 				})
 				release()
 			}
-			done := e.waitCompleted(again.Name)
+			done := e.WaitCompleted(again.Name)
 			if done.UID != again.UID || done.Status.Phase != tc.wantPhase {
-				t.Fatalf("recreated workflow ended %s, want %s\n%s", done.Status.Phase, tc.wantPhase, describe(done))
+				t.Fatalf("recreated workflow ended %s, want %s\n%s", done.Status.Phase, tc.wantPhase, harness.Describe(done))
 			}
-			n := nodeByName(done, "again[0].only")
+			n := harness.NodeByName(done, "again[0].only")
 			if tc.release {
-				if pod := e.podOf(done, "again[0].only"); pod.Labels[podspec.LabelWorkflowUID] != string(again.UID) {
+				if pod := e.PodOf(done, "again[0].only"); pod.Labels[podspec.LabelWorkflowUID] != string(again.UID) {
 					t.Errorf("the node ran pod of UID %s, want its own %s", pod.Labels[podspec.LabelWorkflowUID], again.UID)
 				}
 				return
@@ -127,7 +128,7 @@ func TestAWorkflowRecreatedUnderTheSameNameWaitsForTheEarlierPodToGo(t *testing.
 
 func (e *env) patchPod(name, patch string) {
 	e.t.Helper()
-	if _, err := e.kube.CoreV1().Pods(e.ns).Patch(e.t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Pods(e.Namespace).Patch(e.t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("patching pod %s: %v", name, err)
 	}
 }
@@ -135,7 +136,7 @@ func (e *env) patchPod(name, patch string) {
 // dropFinalizer removes one finalizer from a pod, if the pod is still there.
 func (e *env) dropFinalizer(name, finalizer string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		pod, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		pod, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -152,7 +153,7 @@ func (e *env) dropFinalizer(name, finalizer string) {
 			return true, nil
 		}
 		pod.Finalizers = keep
-		_, err = e.kube.CoreV1().Pods(e.ns).Update(ctx, pod, metav1.UpdateOptions{})
+		_, err = e.Kube.CoreV1().Pods(e.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -193,13 +194,13 @@ func TestAFinalizedResultWithoutTheDeclaredOutputFailsLoudly(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(fmt.Sprintf(lostOutputs, tc.suffix, tc.def))
-			done := e.waitCompleted(wf.Name)
-			s1 := nodeByName(done, wf.Name+"[0].s1")
+			wf := e.Submit(fmt.Sprintf(lostOutputs, tc.suffix, tc.def))
+			done := e.WaitCompleted(wf.Name)
+			s1 := harness.NodeByName(done, wf.Name+"[0].s1")
 			if done.Status.Phase != tc.wantPhase || s1 == nil || s1.Phase != tc.wantS1 {
-				t.Fatalf("workflow %s, s1 %v; want %s, %s\n%s", done.Status.Phase, s1, tc.wantPhase, tc.wantS1, describe(done))
+				t.Fatalf("workflow %s, s1 %v; want %s, %s\n%s", done.Status.Phase, s1, tc.wantPhase, tc.wantS1, harness.Describe(done))
 			}
-			pods, err := e.kube.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "workflows.argoproj.io/workflow=" + wf.Name})
+			pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "workflows.argoproj.io/workflow=" + wf.Name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,13 +215,13 @@ func TestAFinalizedResultWithoutTheDeclaredOutputFailsLoudly(t *testing.T) {
 				if !strings.HasPrefix(s1.Message, engine.MissingOutputsPrefix) || !strings.Contains(s1.Message, "parameter out") {
 					t.Errorf("s1 message %q should say the finalized result lacks parameter out", s1.Message)
 				}
-				if s2 := nodeByName(done, wf.Name+"[1].s2"); s2 != nil {
+				if s2 := harness.NodeByName(done, wf.Name+"[1].s2"); s2 != nil {
 					t.Errorf("s2 started: %+v", s2)
 				}
-				e.waitEvent(wf.Name, engine.ReasonMissingOutputs)
+				e.WaitEvent("", wf.Name, engine.ReasonMissingOutputs)
 				return
 			}
-			if args := mainArgs(e.podOf(done, wf.Name+"[1].s2")); !strings.Contains(strings.Join(args, " "), tc.wantS2Arg) {
+			if args := mainArgs(e.PodOf(done, wf.Name+"[1].s2")); !strings.Contains(strings.Join(args, " "), tc.wantS2Arg) {
 				t.Errorf("s2's argv = %v, want %q", args, tc.wantS2Arg)
 			}
 		})
@@ -249,7 +250,7 @@ spec:
 func TestSuspendOutputsTakeTheirDefaultsAndAResumeWithoutOneIsRefused(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	suspendedAtApprove := func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, wf.Name+"[0].approve")
+		n := harness.NodeByName(wf, wf.Name+"[0].approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	}
 	for _, tc := range []struct {
@@ -263,45 +264,45 @@ func TestSuspendOutputsTakeTheirDefaultsAndAResumeWithoutOneIsRefused(t *testing
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(fmt.Sprintf(approvalWithDefault, tc.name, tc.suspend, tc.def))
+			wf := e.Submit(fmt.Sprintf(approvalWithDefault, tc.name, tc.suspend, tc.def))
 			if tc.resume != nil {
-				e.waitFor(wf.Name, "suspended at approve", 30*time.Second, suspendedAtApprove)
+				e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, suspendedAtApprove)
 				r := e.act("resume-"+tc.name, v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume, Resume: tc.resume})
 				expectOutcome(t, r, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
 			}
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowSucceeded {
-				t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+				t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 			}
-			if got := outputParam(nodeByName(done, wf.Name+"[0].approve"), "answer"); got != tc.wantArg {
+			if got := outputParam(harness.NodeByName(done, wf.Name+"[0].approve"), "answer"); got != tc.wantArg {
 				t.Errorf("approve's answer = %q, want %q", got, tc.wantArg)
 			}
-			if args := mainArgs(e.podOf(done, wf.Name+"[1].after")); !strings.HasSuffix(strings.Join(args, " "), "-- echo "+tc.wantArg) {
+			if args := mainArgs(e.PodOf(done, wf.Name+"[1].after")); !strings.HasSuffix(strings.Join(args, " "), "-- echo "+tc.wantArg) {
 				t.Errorf("after's argv = %v, want [echo %s]", args, tc.wantArg)
 			}
 		})
 	}
 	t.Run("a plain Resume of an output with neither value nor default is refused and changes nothing", func(t *testing.T) {
 		e := e.withT(t)
-		wf := e.submit(fmt.Sprintf(approvalWithDefault, "required", "", ""))
-		e.waitFor(wf.Name, "suspended at approve", 30*time.Second, suspendedAtApprove)
+		wf := e.Submit(fmt.Sprintf(approvalWithDefault, "required", "", ""))
+		e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, suspendedAtApprove)
 		r := e.act("resume-required", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume})
 		expectOutcome(t, r, v1alpha1.PhaseFailed, actions.ReasonMissingOutputParameter)
 		if !strings.Contains(r.Status.Message, "raw output parameter 'answer' has not been set and does not have a default value") {
 			t.Errorf("message %q should name the parameter", r.Status.Message)
 		}
-		still, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
+		still, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !suspendedAtApprove(still) || nodeByName(still, wf.Name+"[1].after") != nil {
-			t.Fatalf("a refused Resume moved the workflow on\n%s", describe(still))
+		if !suspendedAtApprove(still) || harness.NodeByName(still, wf.Name+"[1].after") != nil {
+			t.Fatalf("a refused Resume moved the workflow on\n%s", harness.Describe(still))
 		}
 		ok := e.act("resume-required-2", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
 			Resume: &v1alpha1.ResumeParameters{OutputParameters: map[string]string{"answer": "no"}}})
 		expectOutcome(t, ok, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-		done := e.waitCompleted(wf.Name)
-		if args := mainArgs(e.podOf(done, wf.Name+"[1].after")); !strings.HasSuffix(strings.Join(args, " "), "-- echo no") {
+		done := e.WaitCompleted(wf.Name)
+		if args := mainArgs(e.PodOf(done, wf.Name+"[1].after")); !strings.HasSuffix(strings.Join(args, " "), "-- echo no") {
 			t.Errorf("after's argv = %v, want [echo no]", args)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // Templates shared by the step and task exit-handler tests: produce writes output p; report echoes what
@@ -32,7 +33,7 @@ const hookTemplates = `
 
 func TestStepExitHandlersRunAfterTheirStepAndHoldTheNextGroup(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: step-hooks}
 spec:
   entrypoint: main
@@ -48,7 +49,7 @@ spec:
       - {name: b, template: fail, onExit: cleanup, continueOn: {failed: true}}
     - - {name: c, template: ok}
 ` + hookTemplates)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("workflow = %s %q, want Succeeded (b continues on failure; a failing handler changes nothing)", done.Status.Phase, done.Status.Message)
 	}
@@ -63,17 +64,17 @@ spec:
 		"step-hooks[1].c":        {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 	})
 	assertHooked(t, done, map[string]string{"step-hooks[0].a": "step-hooks[0].a.onExit", "step-hooks[0].b": "step-hooks[0].b.onExit"}, "step-hooks[1].c")
-	if args := mainArgs(e.podOf(done, "step-hooks[0].a.onExit")); !slices.Contains(args, "Succeeded") || !slices.Contains(args, "v1") {
+	if args := mainArgs(e.PodOf(done, "step-hooks[0].a.onExit")); !slices.Contains(args, "Succeeded") || !slices.Contains(args, "v1") {
 		t.Errorf("the exit handler's argv %q lacks {{steps.a.status}} = Succeeded and {{steps.a.outputs.parameters.p}} = v1", args)
 	}
-	if pod := e.podOf(done, "step-hooks[0].a.onExit"); pod.Labels["workflows.argoproj.io/on-exit"] != "true" {
+	if pod := e.PodOf(done, "step-hooks[0].a.onExit"); pod.Labels["workflows.argoproj.io/on-exit"] != "true" {
 		t.Errorf("the exit handler's pod is not labelled as one: %v", pod.Labels)
 	}
 }
 
 func TestTaskExitHandlersHoldDependentsAndTheDAGsEnd(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: task-hooks}
 spec:
   entrypoint: main
@@ -91,7 +92,7 @@ spec:
       - {name: c, template: ok, onExit: cleanup}
       - {name: skipped, template: ok, when: "false", onExit: cleanup}
 ` + hookTemplates)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("workflow = %s %q, want Succeeded (a failing handler changes no phase)", done.Status.Phase, done.Status.Message)
 	}
@@ -105,10 +106,10 @@ spec:
 		"task-hooks.skipped":  {wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "when 'false' evaluated false"},
 	})
 	assertHooked(t, done, map[string]string{"task-hooks.a": "task-hooks.a.onExit"}, "task-hooks.b")
-	if args := mainArgs(e.podOf(done, "task-hooks.a.onExit")); !slices.Contains(args, "Succeeded") || !slices.Contains(args, "v1") {
+	if args := mainArgs(e.PodOf(done, "task-hooks.a.onExit")); !slices.Contains(args, "Succeeded") || !slices.Contains(args, "v1") {
 		t.Errorf("the exit handler's argv %q lacks {{tasks.a.status}} and {{tasks.a.outputs.parameters.p}}", args)
 	}
-	if dag, hook := nodeByName(done, "task-hooks"), nodeByName(done, "task-hooks.c.onExit"); dag.FinishedAt.Before(&hook.FinishedAt) {
+	if dag, hook := harness.NodeByName(done, "task-hooks"), harness.NodeByName(done, "task-hooks.c.onExit"); dag.FinishedAt.Before(&hook.FinishedAt) {
 		t.Errorf("the DAG finished at %s, before a leaf's exit handler at %s", dag.FinishedAt, hook.FinishedAt)
 	}
 }
@@ -117,9 +118,9 @@ spec:
 // and finished before next started.
 func assertHooked(t *testing.T, wf *wfv1.Workflow, hooks map[string]string, next string) {
 	t.Helper()
-	after := nodeByName(wf, next)
+	after := harness.NodeByName(wf, next)
 	for parentName, hookName := range hooks {
-		parent, hook := nodeByName(wf, parentName), nodeByName(wf, hookName)
+		parent, hook := harness.NodeByName(wf, parentName), harness.NodeByName(wf, hookName)
 		if parent == nil || hook == nil || after == nil {
 			t.Fatalf("missing node among %s, %s, %s", parentName, hookName, next)
 		}
@@ -145,7 +146,7 @@ func TestStepExitHandlersRunOnStopButNotOnTerminate(t *testing.T) {
 	}{{wfv1.ShutdownStrategyStop, true}, {wfv1.ShutdownStrategyTerminate, false}} {
 		t.Run(string(tc.strategy), func(t *testing.T) {
 			e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{RunFor: time.Hour}, t.Logf)})
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: stop-hooks}
 spec:
   entrypoint: main
@@ -158,25 +159,25 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/run-for: 0s}}
     container: {image: alpine, command: ["true"]}
 `)
-			e.waitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-				n := nodeByName(wf, "stop-hooks[0].slow")
+			e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+				n := harness.NodeByName(wf, "stop-hooks[0].slow")
 				return n != nil && n.Phase == wfv1.NodeRunning
 			})
 			e.patchSpec(wf.Name, `{"spec":{"shutdown":"`+string(tc.strategy)+`"}}`)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowFailed {
-				t.Errorf("workflow = %s %q, want Failed\n%s", done.Status.Phase, done.Status.Message, describe(done))
+				t.Errorf("workflow = %s %q, want Failed\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 			}
-			hook := nodeByName(done, "stop-hooks[0].slow.onExit")
+			hook := harness.NodeByName(done, "stop-hooks[0].slow.onExit")
 			switch {
 			case tc.runs && (hook == nil || hook.Phase != wfv1.NodeSucceeded):
-				t.Errorf("on %s the step's exit handler should run and succeed:\n%s", tc.strategy, describe(done))
+				t.Errorf("on %s the step's exit handler should run and succeed:\n%s", tc.strategy, harness.Describe(done))
 			case tc.runs:
-				if pod := e.podOf(done, "stop-hooks[0].slow.onExit"); pod.Labels["workflows.argoproj.io/on-exit"] != "true" {
+				if pod := e.PodOf(done, "stop-hooks[0].slow.onExit"); pod.Labels["workflows.argoproj.io/on-exit"] != "true" {
 					t.Errorf("the handler's pod is not an exit-handler pod: %v", pod.Labels)
 				}
 			case hook != nil:
-				t.Errorf("on %s no exit handler should run:\n%s", tc.strategy, describe(done))
+				t.Errorf("on %s no exit handler should run:\n%s", tc.strategy, harness.Describe(done))
 			}
 		})
 	}

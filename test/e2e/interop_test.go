@@ -14,6 +14,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // argoClient runs argo's own client code (bin/argo-client: argo v3.7's workflow/util and typed clientset,
@@ -32,7 +33,7 @@ func (e *env) argoClient(args ...string) {
 	if _, err := os.Stat(bin); err != nil {
 		e.t.Fatalf("%s is missing: run `make argo-tools`", bin)
 	}
-	cmd := exec.CommandContext(e.t.Context(), bin, append([]string{"--kubeconfig", cp.Kubeconfig, "-n", e.ns}, args...)...)
+	cmd := exec.CommandContext(e.t.Context(), bin, append([]string{"--kubeconfig", cp.Kubeconfig, "-n", e.Namespace}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		e.t.Fatalf("argo-client %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -43,9 +44,9 @@ func (e *env) argoClient(args ...string) {
 // applied twice, nothing lost.
 func TestASuspendActionSurvivesArgosClientsAndArgosResumeLiftsIt(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(fmt.Sprintf(approval, "interop"))
-	e.waitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "interop[0].approve")
+	wf := e.Submit(fmt.Sprintf(approval, "interop"))
+	e.WaitFor(wf.Name, "suspended at approve", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "interop[0].approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
 	s := e.act("suspend", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
@@ -53,7 +54,7 @@ func TestASuspendActionSurvivesArgosClientsAndArgosResumeLiftsIt(t *testing.T) {
 
 	// argo's server relabelling the workflow: a Get and a whole-object Update through argo's typed client.
 	e.argoClient("--label", "team=blue", "label", wf.Name)
-	relabelled := e.waitFor(wf.Name, "relabelled", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Labels["team"] == "blue" })
+	relabelled := e.WaitFor(wf.Name, "relabelled", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Labels["team"] == "blue" })
 	if relabelled.Spec.Suspend == nil || !*relabelled.Spec.Suspend {
 		t.Fatalf("after argo's write spec.suspend = %v: the accepted suspension is not where argo's types keep it", relabelled.Spec.Suspend)
 	}
@@ -61,12 +62,12 @@ func TestASuspendActionSurvivesArgosClientsAndArgosResumeLiftsIt(t *testing.T) {
 	r := e.act("approve", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionResume,
 		Resume: &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=approve", OutputParameters: map[string]string{"answer": "yes"}}})
 	expectOutcome(t, r, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	held := e.waitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "interop[0].approve")
+	held := e.WaitFor(wf.Name, "approve resumed", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "interop[0].approve")
 		return n != nil && n.Phase == wfv1.NodeSucceeded
 	})
-	if nodeByName(held, "interop[1].after") != nil {
-		t.Fatalf("a step started while the workflow was suspended: argo's write lost the suspension\n%s", describe(held))
+	if harness.NodeByName(held, "interop[1].after") != nil {
+		t.Fatalf("a step started while the workflow was suspended: argo's write lost the suspension\n%s", harness.Describe(held))
 	}
 	// A second Suspend finds the suspension in place: it was not lost to argo's write.
 	again := e.act("suspend-again", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
@@ -77,11 +78,11 @@ func TestASuspendActionSurvivesArgosClientsAndArgosResumeLiftsIt(t *testing.T) {
 
 	// argo's own resume (workflow/util.ResumeWorkflow) lifts it.
 	e.argoClient("resume", wf.Name)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s after argo's resume\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s after argo's resume\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	if args := mainArgs(e.podOf(done, "interop[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
+	if args := mainArgs(e.PodOf(done, "interop[1].after")); !strings.Contains(strings.Join(args, " "), "yes") {
 		t.Errorf("after's argv = %v, want the answer supplied before argo's write", args)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 func TestAFanOutOf50FansInThroughWithParam(t *testing.T) {
@@ -17,7 +18,7 @@ func TestAFanOutOf50FansInThroughWithParam(t *testing.T) {
 	for i := range 50 {
 		items = append(items, fmt.Sprintf("v%02d", i))
 	}
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: fan}
 spec:
   entrypoint: main
@@ -45,9 +46,9 @@ spec:
     container: {image: alpine, command: [echo, "{{inputs.parameters.v}}"]}
     outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
 `)
-	done := e.waitFor(wf.Name, "completed", 180e9, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	done := e.WaitFor(wf.Name, "completed", 180e9, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	want := map[string]nodeSummary{
 		"fan":    {wfv1.NodeTypeSteps, wfv1.NodeSucceeded, ""},
@@ -61,15 +62,15 @@ spec:
 		expected = append(expected, `"got-`+v+`!"`)
 	}
 	assertNodes(t, done, want)
-	if got := outputParam(nodeByName(done, "fan"), "all"); got != "["+strings.Join(expected, ",")+"]" {
+	if got := outputParam(harness.NodeByName(done, "fan"), "all"); got != "["+strings.Join(expected, ",")+"]" {
 		t.Errorf("the fan-in of use's outputs, in iteration order = %s", got)
 	}
-	if args := mainArgs(e.podOf(done, "fan[1].use(7:got-v07)")); !slices.Contains(args, "got-v07") {
+	if args := mainArgs(e.PodOf(done, "fan[1].use(7:got-v07)")); !slices.Contains(args, "got-v07") {
 		t.Errorf("{{item}} from withParam reached the pod: argv = %v", args)
 	}
 	for i := range 50 { // I2: the second group started after every iteration of the first was fulfilled
-		gen := nodeByName(done, fmt.Sprintf("fan[0].gen(%d:%s)", i, items[i]))
-		if sg := nodeByName(done, "fan[1]"); gen.FinishedAt.After(sg.StartedAt.Time) {
+		gen := harness.NodeByName(done, fmt.Sprintf("fan[0].gen(%d:%s)", i, items[i]))
+		if sg := harness.NodeByName(done, "fan[1]"); gen.FinishedAt.After(sg.StartedAt.Time) {
 			t.Errorf("%s finished at %s, after group [1] started at %s", gen.Name, gen.FinishedAt, sg.StartedAt)
 		}
 	}
@@ -77,7 +78,7 @@ spec:
 
 func TestDAGLoopsOverMapsSequencesAndAPreviousTasksOutput(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: dagloop}
 spec:
   entrypoint: main
@@ -108,9 +109,9 @@ spec:
     container: {image: alpine, command: [echo, "{{inputs.parameters.v}}"]}
     outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	pod := nodeSummary{wfv1.NodeTypePod, wfv1.NodeSucceeded, ""}
 	group := nodeSummary{wfv1.NodeTypeTaskGroup, wfv1.NodeSucceeded, ""}
@@ -128,9 +129,9 @@ spec:
 		"dagloop.each(1:bob-2)":           pod,
 		"dagloop.none":                    {wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params"},
 	})
-	each := nodeByName(done, "dagloop.each")
+	each := harness.NodeByName(done, "dagloop.each")
 	for _, dep := range []string{"dagloop.greet", "dagloop.count"} {
-		if !slices.Contains(nodeByName(done, dep).Children, each.ID) {
+		if !slices.Contains(harness.NodeByName(done, dep).Children, each.ID) {
 			t.Errorf("%s does not list each as a child", dep)
 		}
 	}
@@ -138,7 +139,7 @@ spec:
 
 func TestAWithParamThatIsNotAJSONListFailsOnlyItsWorkflow(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	bad := e.submit(`
+	bad := e.Submit(`
 metadata: {name: badparam}
 spec:
   entrypoint: main
@@ -154,7 +155,7 @@ spec:
   - name: ok
     container: {image: alpine, command: ["true"]}
 `)
-	good := e.submit(`
+	good := e.Submit(`
 metadata: {name: neighbour}
 spec:
   entrypoint: main
@@ -164,7 +165,7 @@ spec:
   - name: ok
     container: {image: alpine, command: ["true"]}
 `)
-	done := e.waitCompleted(bad.Name)
+	done := e.WaitCompleted(bad.Name)
 	msg := "step use: withParam value could not be parsed as a JSON list: not a list: invalid character 'o' in literal null (expecting 'u')"
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != msg {
 		t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, msg)
@@ -175,7 +176,7 @@ spec:
 		"badparam[0].gen": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 		"badparam[1]":     {wfv1.NodeTypeStepGroup, wfv1.NodeError, msg},
 	})
-	if n := e.waitCompleted(good.Name); n.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("the neighbour workflow ended %s\n%s", n.Status.Phase, describe(n))
+	if n := e.WaitCompleted(good.Name); n.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("the neighbour workflow ended %s\n%s", n.Status.Phase, harness.Describe(n))
 	}
 }

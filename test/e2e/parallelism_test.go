@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // runningWatch follows every pod event of the namespace and records, per workflow, the most pods that
@@ -25,7 +26,7 @@ type runningWatch struct {
 func (e *env) watchRunning() *runningWatch {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
+	w, err := e.Kube.CoreV1().Pods(e.Namespace).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)
@@ -100,10 +101,10 @@ spec:
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(tc.manifest)
-			done := e.waitCompleted(wf.Name)
+			wf := e.Submit(tc.manifest)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowSucceeded {
-				t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+				t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 			}
 			succeeded := 0
 			for _, n := range done.Status.Nodes {
@@ -112,7 +113,7 @@ spec:
 				}
 			}
 			if succeeded != 10 {
-				t.Errorf("%d pods succeeded, want 10\n%s", succeeded, describe(done))
+				t.Errorf("%d pods succeeded, want 10\n%s", succeeded, harness.Describe(done))
 			}
 			// The watch has seen every pod end by now: their nodes completed from those very states.
 			if peak := pods.peakOf(wf.Name); peak != 2 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const gcWorkflow = `
@@ -30,7 +31,7 @@ spec:
 `
 
 func (e *env) podNames(ctx context.Context) map[string]corev1.Pod {
-	list, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	list, err := e.Kube.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
@@ -54,10 +55,10 @@ func TestPodGCDeletesPodsAsTheStrategySaysAfterTheirCaptureIsPersisted(t *testin
 	for _, tc := range cases {
 		t.Run(tc.strategy, func(t *testing.T) {
 			e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-			wf := e.submit(manifest(gcWorkflow, "gc", tc.strategy, "1s"))
-			done := e.waitCompleted(wf.Name)
+			wf := e.Submit(manifest(gcWorkflow, "gc", tc.strategy, "1s"))
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowSucceeded {
-				t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+				t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 			}
 			err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 				return len(e.podNames(ctx)) == len(tc.remaining), nil
@@ -76,8 +77,8 @@ func TestPodGCDeletesPodsAsTheStrategySaysAfterTheirCaptureIsPersisted(t *testin
 
 func TestADelayedPodGCDeletionSurvivesAControllerRestart(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(manifest(gcWorkflow, "gc", "OnWorkflowCompletion", "4s"))
-	e.waitCompleted(wf.Name)
+	wf := e.Submit(manifest(gcWorkflow, "gc", "OnWorkflowCompletion", "4s"))
+	e.WaitCompleted(wf.Name)
 	// The deletion time is recorded on the pods themselves...
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods := e.podNames(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // failUntilThirdAttempt fails a pod's main container unless its node is a third attempt, name(2).
@@ -21,7 +22,7 @@ func failUntilThirdAttempt(info simnode.PodInfo) simnode.Behavior {
 
 func TestARetryWithBackoffSucceedsOnTheThirdAttempt(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{Func: failUntilThirdAttempt}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: retry}
 spec:
   entrypoint: main
@@ -32,9 +33,9 @@ spec:
     retryStrategy: {limit: "3", retryPolicy: Always, backoff: {duration: 1s, factor: 2, maxDuration: 1m}}
     container: {image: alpine, command: [sh, -c, "exit 1"]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	failed := nodeSummary{wfv1.NodeTypePod, wfv1.NodeFailed, "main: Error (exit code 1)"}
 	assertNodes(t, done, map[string]nodeSummary{
@@ -47,8 +48,8 @@ spec:
 	})
 	// Backoff: duration × factor^(n-1) after the previous attempt finished: 1s, then 2s.
 	for i, wait := range []time.Duration{time.Second, 2 * time.Second} {
-		prev := nodeByName(done, "retry[0].flaky("+string(rune('0'+i))+")")
-		next := nodeByName(done, "retry[0].flaky("+string(rune('1'+i))+")")
+		prev := harness.NodeByName(done, "retry[0].flaky("+string(rune('0'+i))+")")
+		next := harness.NodeByName(done, "retry[0].flaky("+string(rune('1'+i))+")")
 		if gap := next.StartedAt.Sub(prev.FinishedAt.Time); gap < wait {
 			t.Errorf("attempt %d started %s after attempt %d finished, want at least %s", i+1, gap, i, wait)
 		}
@@ -56,7 +57,7 @@ spec:
 			t.Errorf("attempt %d is not flagged as a retry: %+v", i+1, next.NodeFlag)
 		}
 	}
-	retryNode := nodeByName(done, "retry[0].flaky")
+	retryNode := harness.NodeByName(done, "retry[0].flaky")
 	if len(retryNode.Children) != 3 {
 		t.Errorf("the retry node has children %v, want its 3 attempts", retryNode.Children)
 	}
@@ -92,7 +93,7 @@ func TestRetriesEndByLimitPolicyOrABadExpression(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {generateName: r-}
 spec:
   entrypoint: main
@@ -103,7 +104,7 @@ spec:
     retryStrategy: ` + tc.strategy + `
     container: {image: alpine, command: ["false"]}
 `)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			// The DAG takes its task's phase; argo gives a failed DAG no message of its own.
 			want := map[string]nodeSummary{wf.Name: {wfv1.NodeTypeDAG, tc.want["r.a"].Phase, ""}}
 			for name, s := range tc.want {

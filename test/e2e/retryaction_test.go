@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // firstRunFails is a node script where the first pod of each node of template "flaky" fails and every later
@@ -79,46 +80,46 @@ func retrySpec(name string, p *v1alpha1.RetryParameters) v1alpha1.WorkflowAction
 func TestARetryRunsTheFailedStepAgainAndKeepsWhatSucceeded(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
-	wf := e.submit(fmt.Sprintf(flakyAfterSetup, "flaky"))
-	failed := e.waitCompleted(wf.Name)
+	wf := e.Submit(fmt.Sprintf(flakyAfterSetup, "flaky"))
+	failed := e.WaitCompleted(wf.Name)
 	if failed.Status.Phase != wfv1.WorkflowFailed {
-		t.Fatalf("first run = %s, want Failed\n%s", failed.Status.Phase, describe(failed))
+		t.Fatalf("first run = %s, want Failed\n%s", failed.Status.Phase, harness.Describe(failed))
 	}
-	setup, flaky, exit := nodeByName(failed, "flaky[0].setup"), nodeByName(failed, "flaky[1].flaky"), nodeByName(failed, "flaky.onExit")
-	oldFlakyPod := e.podOf(failed, "flaky[1].flaky")
+	setup, flaky, exit := harness.NodeByName(failed, "flaky[0].setup"), harness.NodeByName(failed, "flaky[1].flaky"), harness.NodeByName(failed, "flaky.onExit")
+	oldFlakyPod := e.PodOf(failed, "flaky[1].flaky")
 	// A pod another identity labelled with the workflow's name is not the retry's to delete.
 	foreign := e.createForeignPod(wf.Name)
 
 	retry := e.act("retry-1", retrySpec(wf.Name, nil))
 	expectOutcome(t, retry, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("retried run = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("retried run = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
-	if got := nodeByName(done, "flaky[0].setup"); got.ID != setup.ID || !got.FinishedAt.Equal(&setup.FinishedAt) || node.runs(setup.ID) != 1 {
+	if got := harness.NodeByName(done, "flaky[0].setup"); got.ID != setup.ID || !got.FinishedAt.Equal(&setup.FinishedAt) || node.runs(setup.ID) != 1 {
 		t.Errorf("setup ran %d times and finished %v (before %v): a retry keeps what succeeded", node.runs(setup.ID), got.FinishedAt, setup.FinishedAt)
 	}
-	if got := nodeByName(done, "flaky[1].flaky"); got.ID != flaky.ID || got.Phase != wfv1.NodeSucceeded || node.runs(flaky.ID) != 2 {
+	if got := harness.NodeByName(done, "flaky[1].flaky"); got.ID != flaky.ID || got.Phase != wfv1.NodeSucceeded || node.runs(flaky.ID) != 2 {
 		t.Errorf("flaky = %s after %d runs, want Succeeded after 2 (same node ID)", got.Phase, node.runs(flaky.ID))
 	}
 	if node.runs(exit.ID) != 2 {
 		t.Errorf("the exit handler ran %d times, want 2: a retried workflow ends again", node.runs(exit.ID))
 	}
-	if pod := e.podOf(done, "flaky[1].flaky"); pod.UID == oldFlakyPod.UID {
+	if pod := e.PodOf(done, "flaky[1].flaky"); pod.UID == oldFlakyPod.UID {
 		t.Errorf("flaky's pod is the first run's: the controller must delete it before running the node again")
 	}
-	if _, err := e.kube.CoreV1().Pods(e.ns).Get(t.Context(), foreign.Name, metav1.GetOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Pods(e.Namespace).Get(t.Context(), foreign.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the retry deleted a pod that only claimed the workflow's label: %v", err)
 	}
 	if done.Labels["workflows.argoproj.io/action"] != "Retry" || done.Labels["workflows.argoproj.io/actor"] != "alice" {
 		t.Errorf("actor labels = %v, want action=Retry actor=alice", done.Labels)
 	}
-	e.waitEvent(wf.Name, controller.ReasonWorkflowRetried)
-	e.waitEvent(wf.Name, controller.ReasonRetryCleanedUp)
+	e.WaitEvent("", wf.Name, controller.ReasonWorkflowRetried)
+	e.WaitEvent("", wf.Name, controller.ReasonRetryCleanedUp)
 	if st := e.extStatus(wf.Name); st["retryCleanupSince"] != nil || st["appliedActions"] != nil {
 		t.Errorf("status after the retried run = %v, want the cleanup closed and the record gone", st)
 	}
-	if got := e.metric("wfguard_workflow_actions_total", map[string]string{"action": "Retry", "phase": "Succeeded", "reason": "Applied"}); got != 1 {
+	if got := e.Metric("wfguard_workflow_actions_total", map[string]string{"action": "Retry", "phase": "Succeeded", "reason": "Applied"}); got != 1 {
 		t.Errorf("Retry Applied counted %v times, want 1", got)
 	}
 	again := e.act("retry-2", retrySpec(wf.Name, nil))
@@ -128,7 +129,7 @@ func TestARetryRunsTheFailedStepAgainAndKeepsWhatSucceeded(t *testing.T) {
 // createForeignPod creates a pod labelled with the workflow's name but owned by nothing.
 func (e *env) createForeignPod(workflow string) *corev1.Pod {
 	e.t.Helper()
-	pod, err := e.kube.CoreV1().Pods(e.ns).Create(e.t.Context(), &corev1.Pod{
+	pod, err := e.Kube.CoreV1().Pods(e.Namespace).Create(e.t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "foreign", Labels: map[string]string{common.LabelKeyWorkflow: workflow},
 			Annotations: map[string]string{common.AnnotationKeyNodeID: "foreign"}},
 		Spec: corev1.PodSpec{NodeName: "nowhere", Containers: []corev1.Container{{Name: "main", Image: "alpine"}}},
@@ -142,7 +143,7 @@ func (e *env) createForeignPod(workflow string) *corev1.Pod {
 func TestARetryWithRestartSuccessfulRunsTheSelectedStepsAgain(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: rerun}
 spec:
   entrypoint: main
@@ -157,7 +158,7 @@ spec:
   - name: other
     container: {image: alpine, command: ["true"]}
 `)
-	first := e.waitCompleted(wf.Name)
+	first := e.WaitCompleted(wf.Name)
 	if first.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("first run = %s", first.Status.Phase)
 	}
@@ -165,12 +166,12 @@ spec:
 	expectOutcome(t, plain, v1alpha1.PhaseFailed, actions.ReasonNothingToRetry)
 	retry := e.act("rerun-two", retrySpec(wf.Name, &v1alpha1.RetryParameters{RestartSuccessful: true, NodeFieldSelector: "displayName=two"}))
 	expectOutcome(t, retry, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("rerun = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("rerun = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	for name, want := range map[string]int{"rerun[0].one": 1, "rerun[1].two": 2, "rerun[2].three": 2} {
-		if got := node.runs(nodeByName(done, name).ID); got != want {
+		if got := node.runs(harness.NodeByName(done, name).ID); got != want {
 			t.Errorf("%s ran %d times, want %d (the selected step and what follows it run again)", name, got, want)
 		}
 	}
@@ -179,7 +180,7 @@ spec:
 func TestARetryOverridesAParameterAndRefusesAnUndeclaredOne(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: params}
 spec:
   entrypoint: main
@@ -190,19 +191,19 @@ spec:
     metadata: {annotations: {simnode.wfguard.io/exit-code: "{{inputs.parameters.code}}"}}
     container: {image: alpine, command: [sh, -c, "exit {{inputs.parameters.code}}"]}
 `)
-	if first := e.waitCompleted(wf.Name); first.Status.Phase != wfv1.WorkflowFailed {
+	if first := e.WaitCompleted(wf.Name); first.Status.Phase != wfv1.WorkflowFailed {
 		t.Fatalf("first run = %s, want Failed (exit 3)", first.Status.Phase)
 	}
 	undeclared := e.act("undeclared", retrySpec(wf.Name, &v1alpha1.RetryParameters{Parameters: []string{"cod=0"}}))
 	expectOutcome(t, undeclared, v1alpha1.PhaseFailed, actions.ReasonInvalidParameter)
-	if got, _ := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{}); got.Status.Phase != wfv1.WorkflowFailed {
+	if got, _ := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), wf.Name, metav1.GetOptions{}); got.Status.Phase != wfv1.WorkflowFailed {
 		t.Errorf("a refused retry changed the workflow to %s", got.Status.Phase)
 	}
 	retry := e.act("fixed", retrySpec(wf.Name, &v1alpha1.RetryParameters{Parameters: []string{"code=0"}}))
 	expectOutcome(t, retry, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded || done.Spec.Arguments.Parameters[0].Value.String() != "0" {
-		t.Errorf("retried run = %s with code %v, want Succeeded with code 0\n%s", done.Status.Phase, done.Spec.Arguments.Parameters, describe(done))
+		t.Errorf("retried run = %s with code %v, want Succeeded with code 0\n%s", done.Status.Phase, done.Spec.Arguments.Parameters, harness.Describe(done))
 	}
 }
 
@@ -210,8 +211,8 @@ func TestARetryOfARunningOrMissingWorkflowIsRefused(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.submit(oneStep)
-	e.waitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
+	wf := e.Submit(oneStep)
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
 	running := e.act("too-early", retrySpec(wf.Name, nil))
 	expectOutcome(t, running, v1alpha1.PhaseFailed, actions.ReasonWorkflowNotCompleted)
 	missing := e.act("nobody", retrySpec("no-such-workflow", nil))
@@ -234,8 +235,8 @@ func TestARetryAndATerminateApplyInTheirOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var node firstRunFails
 			e := newEnv(t, envOptions{script: node.script()})
-			wf := e.submit(fmt.Sprintf(flakyAfterSetup, fmt.Sprintf("race-%d", i)))
-			e.waitCompleted(wf.Name)
+			wf := e.Submit(fmt.Sprintf(flakyAfterSetup, fmt.Sprintf("race-%d", i)))
+			e.WaitCompleted(wf.Name)
 			e.stopController() // both actions reach the same pass
 			second := v1alpha1.ActionTerminate
 			if tc.first == v1alpha1.ActionTerminate {
@@ -250,9 +251,9 @@ func TestARetryAndATerminateApplyInTheirOrder(t *testing.T) {
 				}
 			}
 			// The Retry's outcome follows the write that made the workflow Pending: completed now is completed again.
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != tc.wantPhase {
-				t.Errorf("workflow = %s %q, want %s\n%s", done.Status.Phase, done.Status.Message, tc.wantPhase, describe(done))
+				t.Errorf("workflow = %s %q, want %s\n%s", done.Status.Phase, done.Status.Message, tc.wantPhase, harness.Describe(done))
 			}
 		})
 	}
@@ -264,10 +265,10 @@ func TestARetryIsAppliedExactlyOnceAcrossACrashAtEachStep(t *testing.T) {
 			var node firstRunFails
 			points := faultinject.NewPoints()
 			e := newEnv(t, envOptions{script: node.script(), points: points})
-			wf := e.submit(fmt.Sprintf(flakyAfterSetup, "crash-"+point))
-			failed := e.waitCompleted(wf.Name)
-			flaky := nodeByName(failed, wf.Name+"[1].flaky")
-			first, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), flaky.ID, metav1.GetOptions{})
+			wf := e.Submit(fmt.Sprintf(flakyAfterSetup, "crash-"+point))
+			failed := e.WaitCompleted(wf.Name)
+			flaky := harness.NodeByName(failed, wf.Name+"[1].flaky")
+			first, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), flaky.ID, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("the first run's task result of flaky: %v", err)
 			}
@@ -284,15 +285,15 @@ func TestARetryIsAppliedExactlyOnceAcrossACrashAtEachStep(t *testing.T) {
 			e.stopController()
 			e.startController(envOptions{points: points})
 			expectOutcome(t, e.waitAction(retry.Name), v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-			done := e.waitFor(wf.Name, "Succeeded", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowSucceeded })
+			done := e.WaitFor(wf.Name, "Succeeded", 30*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowSucceeded })
 			if got := node.runs(flaky.ID); got != 2 {
 				t.Errorf("flaky ran %d times, want 2: the retry is applied once whatever the crash", got)
 			}
-			if n := nodeByName(done, wf.Name+"[1].flaky"); n.Phase != wfv1.NodeSucceeded {
+			if n := harness.NodeByName(done, wf.Name+"[1].flaky"); n.Phase != wfv1.NodeSucceeded {
 				t.Errorf("flaky = %s", n.Phase)
 			}
 			// The first run's result was deleted before the node ran again: the one left is the second run's.
-			r, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), flaky.ID, metav1.GetOptions{})
+			r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), flaky.ID, metav1.GetOptions{})
 			if err != nil || r.UID == first.UID {
 				t.Errorf("flaky's task result is the first run's (%v): the retry deletes it before the node runs again", err)
 			}

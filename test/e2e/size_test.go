@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // A fan-out whose nodes outgrow the size limit is stored compressed, as argo stores it, and runs to the end.
@@ -29,7 +30,7 @@ func TestAFanOutOverTheSizeLimitRunsWithCompressedNodes(t *testing.T) {
 	for i := range 60 {
 		items = append(items, fmt.Sprintf("item-%02d", i))
 	}
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: big-fan}
 spec:
   entrypoint: main
@@ -44,9 +45,9 @@ spec:
     inputs: {parameters: [{name: v}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.v}}"]}
 `)
-	done := e.waitFor(wf.Name, "completed", 180*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	done := e.WaitFor(wf.Name, "completed", 180*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	if got := len(done.Status.Nodes); got != 62 {
 		t.Errorf("the inflated workflow has %d nodes, want 62 (steps, step group, 60 iterations)", got)
@@ -58,7 +59,7 @@ spec:
 	if c, _ := status["compressedNodes"].(string); c == "" {
 		t.Error("the stored workflow has no status.compressedNodes")
 	}
-	if n := e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "unstorable"}); n != 0 {
+	if n := e.Metric("wfguard_workflow_persist_total", map[string]string{"outcome": "unstorable"}); n != 0 {
 		t.Errorf("%v unstorable writes, want none", n)
 	}
 }
@@ -82,7 +83,7 @@ func TestAStatusThatCannotBeStoredEndsTheWorkflowError(t *testing.T) {
 			raw := make([]byte, 700<<10)
 			_, _ = rand.Read(raw)
 			big := base64.StdEncoding.EncodeToString(raw)
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: huge-arg}
 spec:
   entrypoint: main
@@ -97,7 +98,7 @@ spec:
     inputs: {parameters: [{name: v}]}
     container: {image: alpine, command: [echo, ok]}
 `)
-			done := e.waitFor(wf.Name, "completed", 60*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+			done := e.WaitFor(wf.Name, "completed", 60*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 			if done.Status.Phase != wfv1.WorkflowError || !strings.HasPrefix(done.Status.Message, "workflow status cannot be stored: ") ||
 				!strings.Contains(done.Status.Message, tc.want) || len(done.Status.Message) > 1024 {
 				t.Errorf("phase = %s %q, want Error saying the status cannot be stored (%s), bounded", done.Status.Phase, done.Status.Message, tc.want)
@@ -107,13 +108,13 @@ spec:
 					t.Errorf("node %s is still %s in an ended workflow", n.Name, n.Phase)
 				}
 			}
-			if got := e.waitEvent(wf.Name, controller.ReasonStatusTooLarge); len(got) == 0 || !strings.Contains(got[0], "cannot be stored") {
+			if got := harness.Messages(e.WaitEvent("", wf.Name, controller.ReasonStatusTooLarge)); len(got) == 0 || !strings.Contains(got[0], "cannot be stored") {
 				t.Errorf("Warning Event %s = %q", controller.ReasonStatusTooLarge, got)
 			}
-			if got := e.waitEvent(wf.Name, "WorkflowFailed"); len(got) == 0 || got[0] != done.Status.Message {
+			if got := harness.Messages(e.WaitEvent("", wf.Name, "WorkflowFailed")); len(got) == 0 || got[0] != done.Status.Message {
 				t.Errorf("argo's WorkflowFailed Event = %q, want the workflow's message", got)
 			}
-			if n := e.metric("wfguard_workflow_persist_total", map[string]string{"outcome": "unstorable"}); n < 1 {
+			if n := e.Metric("wfguard_workflow_persist_total", map[string]string{"outcome": "unstorable"}); n < 1 {
 				t.Errorf("unstorable writes = %v, want at least 1", n)
 			}
 			e.waitPodsReleased(wf.UID)
@@ -126,7 +127,7 @@ func (e *env) waitPodsReleased(uid types.UID) {
 	e.t.Helper()
 	var held []string
 	err := wait.PollUntilContextTimeout(e.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -161,7 +162,7 @@ func ownedBy(pod *corev1.Pod, uid types.UID) bool {
 // compressed. Its iterations are skipped by `when`, so the test needs no 10,000 pods, only the nodes.
 func TestATenThousandItemFanOutIsStoredCompressedAtTheDefaultLimit(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: ten-thousand}
 spec:
   entrypoint: main
@@ -180,7 +181,7 @@ spec:
     inputs: {parameters: [{name: v}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.v}}"]}
 `)
-	done := e.waitFor(wf.Name, "completed", 300*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	done := e.WaitFor(wf.Name, "completed", 300*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase = %s %.500q", done.Status.Phase, done.Status.Message)
 	}

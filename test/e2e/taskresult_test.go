@@ -18,6 +18,7 @@ import (
 
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const producerConsumer = `
@@ -47,7 +48,7 @@ func manifest(format string, args ...any) string {
 // watchNode records every state of a node the API server shows, to catch a transient violation.
 func (e *env) watchNode(ctx context.Context, wfName, nodeName string) func() []wfv1.NodeStatus {
 	e.t.Helper()
-	w, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + wfName})
+	w, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + wfName})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func (e *env) watchNode(ctx context.Context, wfName, nodeName string) func() []w
 			if ev.Type != watch.Added && ev.Type != watch.Modified {
 				continue
 			}
-			if n := nodeByName(ev.Object.(*wfv1.Workflow), nodeName); n != nil {
+			if n := harness.NodeByName(ev.Object.(*wfv1.Workflow), nodeName); n != nil {
 				mu.Lock()
 				seen = append(seen, *n)
 				mu.Unlock()
@@ -91,39 +92,39 @@ func TestALateResultCacheNeverLetsANodeSucceedWithoutItsOutputs(t *testing.T) {
 		},
 	})
 	stop := e.watchNode(t.Context(), "late-cache", "late-cache[0].produce")
-	wf := e.submit(manifest(producerConsumer, "late-cache", "10m"))
-	done := e.waitCompleted(wf.Name)
+	wf := e.Submit(manifest(producerConsumer, "late-cache", "10m"))
+	done := e.WaitCompleted(wf.Name)
 	states := stop()
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	for _, n := range states {
 		if n.Phase == wfv1.NodeSucceeded && outputParam(&n, "out") != "v1" {
 			t.Errorf("I1: produce was Succeeded with outputs %v", n.Outputs)
 		}
 	}
-	if args := mainArgs(e.podOf(done, "late-cache[1].consume")); !slices.Contains(args, "v1") {
+	if args := mainArgs(e.PodOf(done, "late-cache[1].consume")); !slices.Contains(args, "v1") {
 		t.Errorf("consume argv = %v, want v1", args)
 	}
 	if delayed.Delayed() == 0 {
 		t.Errorf("the informer fault never delayed an event: the test proved nothing")
 	}
-	if got := e.metric("wfguard_taskresult_direct_reads_total", map[string]string{"outcome": "complete"}); got < 1 {
+	if got := e.Metric("wfguard_taskresult_direct_reads_total", map[string]string{"outcome": "complete"}); got < 1 {
 		t.Errorf("direct reads that found a complete result = %v, want ≥ 1 (the bypass is what unblocks the node)", got)
 	}
-	e.waitEvent(wf.Name, "TaskResultReadPastCache")
+	e.WaitEvent("", wf.Name, "TaskResultReadPastCache")
 }
 
 func TestNoDirectReadsWithoutFaults(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
 		"produce": {Parameters: map[string]string{"out": "v1"}, ReportAfter: 200 * time.Millisecond}}}})
-	wf := e.submit(manifest(producerConsumer, "no-faults", "10m"))
-	if done := e.waitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase = %s\n%s", done.Status.Phase, describe(done))
+	wf := e.Submit(manifest(producerConsumer, "no-faults", "10m"))
+	if done := e.WaitCompleted(wf.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	// Results are finalized before the wait container exits, so a healthy cache delivers them within the
 	// grace; a read past it would be wasted.
-	if got := e.metric("wfguard_taskresult_direct_reads_total", nil); got != 0 {
+	if got := e.Metric("wfguard_taskresult_direct_reads_total", nil); got != 0 {
 		t.Errorf("direct reads in the no-fault case = %v, want 0", got)
 	}
 }
@@ -132,7 +133,7 @@ func TestAResultThatNeverCompletesTimesOutLoudlyWhileOtherBranchesFinish(t *test
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
 		"stuck": {Parameters: map[string]string{"out": "v1"}, Fault: simnode.Fault{NeverFinalize: true}},
 	}}})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: never-final, annotations: {wfguard.io/task-result-timeout: "2s"}}
 spec:
   entrypoint: main
@@ -149,27 +150,27 @@ spec:
   - name: ok
     container: {image: alpine, command: ["true"]}
 `)
-	done := e.waitCompleted(wf.Name)
-	stuck := nodeByName(done, "never-final.stuck")
+	done := e.WaitCompleted(wf.Name)
+	stuck := harness.NodeByName(done, "never-final.stuck")
 	if stuck.Phase != wfv1.NodeError || !strings.HasPrefix(stuck.Message, "TaskResultTimeout: ") ||
 		!strings.Contains(stuck.Message, "never finalized") {
 		t.Errorf("stuck = %s %q, want Error TaskResultTimeout saying the result was never finalized", stuck.Phase, stuck.Message)
 	}
 	if done.Status.Phase != wfv1.WorkflowError {
-		t.Errorf("workflow = %s, want Error\n%s", done.Status.Phase, describe(done))
+		t.Errorf("workflow = %s, want Error\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	b := nodeByName(done, "never-final.b")
+	b := harness.NodeByName(done, "never-final.b")
 	if b.Phase != wfv1.NodeSucceeded || b.FinishedAt.After(stuck.FinishedAt.Time) {
 		t.Errorf("the other branch did not finish while stuck waited: b %s at %s, stuck timed out at %s", b.Phase, b.FinishedAt, stuck.FinishedAt)
 	}
-	e.waitEvent(wf.Name, "TaskResultTimeout")
+	e.WaitEvent("", wf.Name, "TaskResultTimeout")
 	// The counter follows the write that completed the workflow, which a watcher may see first.
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return e.metric("wfguard_taskresult_timeouts_total", nil) >= 1, nil
+		return e.Metric("wfguard_taskresult_timeouts_total", nil) >= 1, nil
 	}); err != nil {
 		t.Fatalf("the timeout was never counted: %v", err)
 	}
-	if got := e.metric("wfguard_taskresult_timeouts_total", nil); got != 1 {
+	if got := e.Metric("wfguard_taskresult_timeouts_total", nil); got != 1 {
 		t.Errorf("timeouts = %v, want 1", got)
 	}
 }
@@ -192,13 +193,13 @@ func TestExecutorFailuresEndInTheirDocumentedStateWithoutWaitingForTheTimeout(t 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{"produce": tc.behavior}}})
-			wf := e.submit(manifest(producerConsumer, "rules", "10m"))
-			done := e.waitCompleted(wf.Name)
-			n := nodeByName(done, "rules[0].produce")
+			wf := e.Submit(manifest(producerConsumer, "rules", "10m"))
+			done := e.WaitCompleted(wf.Name)
+			n := harness.NodeByName(done, "rules[0].produce")
 			if n.Phase != tc.wantPhase || !strings.HasPrefix(n.Message, tc.wantMsg) {
-				t.Errorf("produce = %s %q, want %s %q\n%s", n.Phase, n.Message, tc.wantPhase, tc.wantMsg, describe(done))
+				t.Errorf("produce = %s %q, want %s %q\n%s", n.Phase, n.Message, tc.wantPhase, tc.wantMsg, harness.Describe(done))
 			}
-			if nodeByName(done, "rules[1].consume") != nil {
+			if harness.NodeByName(done, "rules[1].consume") != nil {
 				t.Errorf("the consumer ran after its producer failed")
 			}
 		})
@@ -209,21 +210,21 @@ func TestAResultDeletedMidFlightEndsInATimeoutNotAHang(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
 		"produce": {Parameters: map[string]string{"out": "v1"}, Fault: simnode.Fault{NeverFinalize: true}},
 	}}})
-	wf := e.submit(manifest(producerConsumer, "deleted-result", "2s"))
-	running := e.waitFor(wf.Name, "waiting for the result", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := nodeByName(wf, "deleted-result[0].produce")
+	wf := e.Submit(manifest(producerConsumer, "deleted-result", "2s"))
+	running := e.WaitFor(wf.Name, "waiting for the result", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, "deleted-result[0].produce")
 		return n != nil && strings.HasPrefix(n.Message, "waiting for task result")
 	})
-	id := nodeByName(running, "deleted-result[0].produce").ID
-	if err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Delete(t.Context(), id, metav1.DeleteOptions{}); err != nil {
+	id := harness.NodeByName(running, "deleted-result[0].produce").ID
+	if err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Delete(t.Context(), id, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	done := e.waitCompleted(wf.Name)
-	n := nodeByName(done, "deleted-result[0].produce")
+	done := e.WaitCompleted(wf.Name)
+	n := harness.NodeByName(done, "deleted-result[0].produce")
 	if n.Phase != wfv1.NodeError || !strings.Contains(n.Message, "TaskResultTimeout: ") || !strings.Contains(n.Message, "no task result exists") {
 		t.Errorf("produce = %s %q, want Error TaskResultTimeout saying no result exists", n.Phase, n.Message)
 	}
-	if got := e.metric("wfguard_taskresult_direct_reads_total", map[string]string{"outcome": "not_found"}); got < 1 {
+	if got := e.Metric("wfguard_taskresult_direct_reads_total", map[string]string{"outcome": "not_found"}); got < 1 {
 		t.Errorf("not_found direct reads = %v, want ≥ 1", got)
 	}
 }
@@ -242,31 +243,31 @@ func TestAResultOfADeletedSameNamedWorkflowIsNeverAdopted(t *testing.T) {
 		},
 		NodeResult: wfv1.NodeResult{Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("stale")}}}},
 	}
-	if _, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(t.Context(), stale, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(t.Context(), stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wf := e.submit(manifest(producerConsumer, "reused", "2s"))
+	wf := e.Submit(manifest(producerConsumer, "reused", "2s"))
 	// And a result of this very workflow that names no node (bad input): ignored, never fatal.
 	bogus := &wfv1.WorkflowTaskResult{
 		ObjectMeta: metav1.ObjectMeta{Name: "reused-no-such-node", Labels: map[string]string{common.LabelKeyWorkflow: "reused"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "reused", UID: wf.UID}}},
 	}
-	if _, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(t.Context(), bogus, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(t.Context(), bogus, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	done := e.waitCompleted(wf.Name)
-	n := nodeByName(done, "reused[0].produce")
+	done := e.WaitCompleted(wf.Name)
+	n := harness.NodeByName(done, "reused[0].produce")
 	if outputParam(n, "out") == "stale" {
 		t.Fatalf("I6: the node adopted a deleted workflow's result")
 	}
 	if n.Phase != wfv1.NodeError || !strings.HasPrefix(n.Message, "TaskResultTimeout: ") {
 		t.Errorf("produce = %s %q, want Error TaskResultTimeout", n.Phase, n.Message)
 	}
-	if got := e.metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "foreign_owner"}); got < 1 {
+	if got := e.Metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "foreign_owner"}); got < 1 {
 		t.Errorf("ignored foreign results = %v, want ≥ 1", got)
 	}
-	msgs := e.waitEvent(wf.Name, "TaskResultIgnored")
-	if got := e.metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "unknown_node"}); got < 1 {
+	msgs := harness.Messages(e.WaitEvent("", wf.Name, "TaskResultIgnored"))
+	if got := e.Metric("wfguard_taskresult_ignored_total", map[string]string{"reason": "unknown_node"}); got < 1 {
 		t.Errorf("ignored unknown-node results = %v, want ≥ 1 (events: %v)", got, msgs)
 	}
 }
@@ -275,9 +276,9 @@ func TestAFailedPodWhoseExecutorNeverReportedKeepsItsFailureAfterTheTimeout(t *t
 	e := newEnv(t, envOptions{script: simnode.Script{ByTemplate: map[string]simnode.Behavior{
 		"produce": {ExitCode: 2, Parameters: map[string]string{"out": "x"}, Fault: simnode.Fault{NoResult: true}},
 	}}})
-	wf := e.submit(manifest(producerConsumer, "failed-silent", "2s"))
-	done := e.waitCompleted(wf.Name)
-	n := nodeByName(done, "failed-silent[0].produce")
+	wf := e.Submit(manifest(producerConsumer, "failed-silent", "2s"))
+	done := e.WaitCompleted(wf.Name)
+	n := harness.NodeByName(done, "failed-silent[0].produce")
 	if n.Phase != wfv1.NodeFailed || n.Message != "main: Error (exit code 2)" {
 		t.Errorf("produce = %s %q, want it to keep its failure", n.Phase, n.Message)
 	}
@@ -287,5 +288,5 @@ func TestAFailedPodWhoseExecutorNeverReportedKeepsItsFailureAfterTheTimeout(t *t
 	if done.Status.Phase != wfv1.WorkflowFailed {
 		t.Errorf("workflow = %s, want Failed", done.Status.Phase)
 	}
-	e.waitEvent(wf.Name, "TaskResultTimeout")
+	e.WaitEvent("", wf.Name, "TaskResultTimeout")
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // createTemplate creates a WorkflowTemplate (namespaced) or ClusterWorkflowTemplate from YAML; a cluster
@@ -24,7 +25,7 @@ func (e *env) createTemplate(manifest string, cluster bool) {
 		if err := yaml.UnmarshalStrict([]byte(manifest), cwt); err != nil {
 			e.t.Fatalf("parsing cluster workflow template: %v", err)
 		}
-		client := e.argo.ArgoprojV1alpha1().ClusterWorkflowTemplates()
+		client := e.Argo.ArgoprojV1alpha1().ClusterWorkflowTemplates()
 		if _, err := client.Create(e.t.Context(), cwt, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("creating cluster workflow template: %v", err)
 		}
@@ -35,14 +36,14 @@ func (e *env) createTemplate(manifest string, cluster bool) {
 	if err := yaml.UnmarshalStrict([]byte(manifest), wt); err != nil {
 		e.t.Fatalf("parsing workflow template: %v", err)
 	}
-	if _, err := e.argo.ArgoprojV1alpha1().WorkflowTemplates(e.ns).Create(e.t.Context(), wt, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTemplates(e.Namespace).Create(e.t.Context(), wt, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating workflow template: %v", err)
 	}
 }
 
 func TestStepsAndTasksRunTemplatesOfWorkflowTemplatesAndClusterWorkflowTemplates(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	cluster := "lib-" + e.ns // cluster-scoped: unique per test namespace
+	cluster := "lib-" + e.Namespace // cluster-scoped: unique per test namespace
 	e.createTemplate(`
 metadata: {name: lib}
 spec:
@@ -67,7 +68,7 @@ spec:
     inputs: {parameters: [{name: text}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.text}}!"]}
 `, true)
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: refs}
 spec:
   entrypoint: main
@@ -81,9 +82,9 @@ spec:
         templateRef: {name: ` + cluster + `, template: shout, clusterScope: true}
         arguments: {parameters: [{name: text, value: "{{tasks.lib.outputs.parameters.said}}"}]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("workflow = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+		t.Fatalf("workflow = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
 	assertNodes(t, done, map[string]nodeSummary{
 		"refs":              {wfv1.NodeTypeDAG, wfv1.NodeSucceeded, ""},
@@ -102,18 +103,18 @@ spec:
 		{"refs.lib[0].greet", "namespaced/lib", nil},
 		{"refs.shout", "local/refs", &wfv1.TemplateRef{Name: cluster, Template: "shout", ClusterScope: true}},
 	} {
-		n := nodeByName(done, tc.node)
+		n := harness.NodeByName(done, tc.node)
 		if n.TemplateScope != tc.scope || !equalRef(n.TemplateRef, tc.ref) {
 			t.Errorf("node %s: templateScope %q templateRef %+v, want %q %+v", tc.node, n.TemplateScope, n.TemplateRef, tc.scope, tc.ref)
 		}
 	}
-	if got := outputParam(nodeByName(done, "refs.lib"), "said"); got != "hello world" {
+	if got := outputParam(harness.NodeByName(done, "refs.lib"), "said"); got != "hello world" {
 		t.Errorf("the WorkflowTemplate's steps output %q, want %q", got, "hello world")
 	}
-	if args := mainArgs(e.podOf(done, "refs.shout")); !slices.Contains(args, "hello world!") {
+	if args := mainArgs(e.PodOf(done, "refs.shout")); !slices.Contains(args, "hello world!") {
 		t.Errorf("the ClusterWorkflowTemplate's pod argv %q lacks the passed parameter", args)
 	}
-	if pod := e.podOf(done, "refs.lib[0].greet"); pod.Labels["from-lib"] != "yes" {
+	if pod := e.PodOf(done, "refs.lib[0].greet"); pod.Labels["from-lib"] != "yes" {
 		t.Errorf("the WorkflowTemplate's podMetadata is missing from its pod: %v", pod.Labels)
 	}
 	var stored []string
@@ -133,7 +134,7 @@ func equalRef(a, b *wfv1.TemplateRef) bool {
 
 func TestAWorkflowTemplateRefRunsTheTemplatesSpecWithTheWorkflowsArguments(t *testing.T) {
 	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
-	cluster := "whole-" + e.ns
+	cluster := "whole-" + e.Namespace
 	spec := `
 spec:
   entrypoint: main
@@ -157,15 +158,15 @@ spec:
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			e := e.withT(t)
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: ` + tc.name + `}
 spec:
   workflowTemplateRef: ` + tc.ref + `
   arguments: {parameters: [{name: msg, value: from-workflow}]}
 `)
-			done := e.waitCompleted(wf.Name)
+			done := e.WaitCompleted(wf.Name)
 			if done.Status.Phase != wfv1.WorkflowSucceeded {
-				t.Fatalf("workflow = %s %q\n%s", done.Status.Phase, done.Status.Message, describe(done))
+				t.Fatalf("workflow = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 			}
 			assertNodes(t, done, map[string]nodeSummary{
 				tc.name:             {wfv1.NodeTypeSteps, wfv1.NodeSucceeded, ""},
@@ -173,7 +174,7 @@ spec:
 				tc.name + "[0].say": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 				tc.name + ".onExit": {wfv1.NodeTypePod, wfv1.NodeSucceeded, ""},
 			})
-			if args := mainArgs(e.podOf(done, tc.name+"[0].say")); !slices.Contains(args, "from-workflow") || !slices.Contains(args, "kept") {
+			if args := mainArgs(e.PodOf(done, tc.name+"[0].say")); !slices.Contains(args, "from-workflow") || !slices.Contains(args, "kept") {
 				t.Errorf("argv %q: want the workflow's msg and the template's other parameter", args)
 			}
 			if s := done.Status.StoredWorkflowSpec; s == nil || len(s.Templates) != 3 || s.Entrypoint != "main" {
@@ -210,19 +211,19 @@ spec:
 `, false)
 	t.Run("a workflowTemplateRef to a missing template errors the workflow with argo's message", func(t *testing.T) {
 		e := e.withT(t)
-		wf := e.submit(`
+		wf := e.Submit(`
 metadata: {name: no-such-template}
 spec:
   workflowTemplateRef: {name: nope}
 `)
-		done := e.waitCompleted(wf.Name)
+		done := e.WaitCompleted(wf.Name)
 		if want := `workflowtemplates.argoproj.io "nope" not found`; done.Status.Phase != wfv1.WorkflowError || done.Status.Message != want {
 			t.Errorf("workflow = %s %q, want Error %q", done.Status.Phase, done.Status.Message, want)
 		}
 	})
 	t.Run("a templateRef to a missing template fails argo's validation", func(t *testing.T) {
 		e := e.withT(t)
-		wf := e.submit(`
+		wf := e.Submit(`
 metadata: {name: no-such-ref}
 spec:
   entrypoint: main
@@ -230,7 +231,7 @@ spec:
   - name: main
     steps: [[{name: a, templateRef: {name: steady, template: absent}}]]
 `)
-		done := e.waitCompleted(wf.Name)
+		done := e.WaitCompleted(wf.Name)
 		if done.Status.Phase != wfv1.WorkflowFailed || !strings.HasPrefix(done.Status.Message, "invalid spec: ") || !strings.Contains(done.Status.Message, "absent") {
 			t.Errorf("workflow = %s %q, want Failed, invalid spec naming the template", done.Status.Phase, done.Status.Message)
 		}
@@ -253,25 +254,25 @@ spec:
     container: {image: alpine, command: ["true"]}
     outputs: {parameters: [{name: lib, valueFrom: {path: /tmp/lib}}]}
 `
-		victim := e.submit("metadata: {name: victim}" + fmt.Sprintf(uses, "doomed"))
-		bystander := e.submit("metadata: {name: bystander}" + fmt.Sprintf(uses, "steady"))
+		victim := e.Submit("metadata: {name: victim}" + fmt.Sprintf(uses, "doomed"))
+		bystander := e.Submit("metadata: {name: bystander}" + fmt.Sprintf(uses, "steady"))
 		for _, wf := range []string{victim.Name, bystander.Name} {
-			e.waitFor(wf, "at its gate", 30*time.Second, func(wf *wfv1.Workflow) bool { return nodeByName(wf, wf.Name+"[0].gate") != nil })
+			e.WaitFor(wf, "at its gate", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, wf.Name+"[0].gate") != nil })
 		}
-		if err := e.argo.ArgoprojV1alpha1().WorkflowTemplates(e.ns).Delete(e.t.Context(), "doomed", metav1.DeleteOptions{}); err != nil {
+		if err := e.Argo.ArgoprojV1alpha1().WorkflowTemplates(e.Namespace).Delete(e.t.Context(), "doomed", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		close(release)
-		done := e.waitCompleted(victim.Name)
+		done := e.WaitCompleted(victim.Name)
 		msg := "workflow template doomed not found"
 		if want := "step group deemed errored due to child victim[1].use error: " + msg; done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
 			t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, want)
 		}
-		if use := nodeByName(done, "victim[1].use"); use == nil || use.Phase != wfv1.NodeError || use.Message != msg {
+		if use := harness.NodeByName(done, "victim[1].use"); use == nil || use.Phase != wfv1.NodeError || use.Message != msg {
 			t.Errorf("the step using the deleted template = %+v, want Error %q", use, msg)
 		}
-		if other := e.waitCompleted(bystander.Name); other.Status.Phase != wfv1.WorkflowSucceeded {
-			t.Errorf("a workflow using another template was affected: %s %q\n%s", other.Status.Phase, other.Status.Message, describe(other))
+		if other := e.WaitCompleted(bystander.Name); other.Status.Phase != wfv1.WorkflowSucceeded {
+			t.Errorf("a workflow using another template was affected: %s %q\n%s", other.Status.Phase, other.Status.Message, harness.Describe(other))
 		}
 	})
 }
@@ -284,7 +285,7 @@ spec:
   templates:
   - {name: fetch, http: {url: "https://example.com"}}
 `, false)
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: uses-http}
 spec:
   entrypoint: main
@@ -292,12 +293,12 @@ spec:
   - name: main
     steps: [[{name: fetch, templateRef: {name: fetcher, template: fetch}}]]
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	want := "invalid spec: not supported by wfguard yet: template namespaced/fetcher/fetch: http template (argo runs it in its agent pod, which wfguard does not run)"
 	if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != want {
 		t.Errorf("workflow = %s %q, want Failed %q", done.Status.Phase, done.Status.Message, want)
 	}
 	if len(done.Status.Nodes) != 0 {
-		t.Errorf("a rejected workflow has nodes:\n%s", describe(done))
+		t.Errorf("a rejected workflow has nodes:\n%s", harness.Describe(done))
 	}
 }

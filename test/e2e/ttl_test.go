@@ -19,7 +19,7 @@ import (
 // exists reports whether the workflow is still stored.
 func (e *env) exists(name string) bool {
 	e.t.Helper()
-	_, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
+	_, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(e.t.Context(), name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}
@@ -59,10 +59,10 @@ spec:
 		{"failed-only-success-ttl", "{secondsAfterSuccess: 60}", "1"},
 		{"failed-2h", "{secondsAfterFailure: 7200, secondsAfterCompletion: 60}", "1"},
 	} {
-		e.submit(fmt.Sprintf(manifest, wf.name, wf.ttl, wf.exitCode))
+		e.Submit(fmt.Sprintf(manifest, wf.name, wf.ttl, wf.exitCode))
 	}
 	for _, name := range []string{"ok-1h", "failed-only-success-ttl", "failed-2h"} {
-		e.waitCompleted(name)
+		e.WaitCompleted(name)
 	}
 	// The controller restarts: the due times are derived again from status.finishedAt.
 	e.stopController()
@@ -84,7 +84,7 @@ spec:
 		t.Errorf("a failed workflow whose ttlStrategy only names success was deleted")
 	}
 	// Their pods keep no status finalizer (owner-reference GC deletes them on a real cluster).
-	pods, err := e.kube.CoreV1().Pods(e.ns).List(t.Context(), metaListAll)
+	pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(t.Context(), metaListAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ spec:
 
 func TestAZeroTTLDeletesAWorkflowAsSoonAsItFinishes(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: gone-at-once}
 spec:
   entrypoint: main

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/harness"
 	"github.com/wfguard/wfguard/test/realnode"
 )
 
@@ -94,13 +95,13 @@ func (s *artifactStore) paths() []string {
 // a Secret, as an install does.
 func (e *env) useArtifactStore(s *artifactStore) {
 	e.t.Helper()
-	if _, err := e.kube.CoreV1().Secrets(e.ns).Create(e.t.Context(), &corev1.Secret{
+	if _, err := e.Kube.CoreV1().Secrets(e.Namespace).Create(e.t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "repo-cred"},
 		StringData: map[string]string{"username": storeUser, "password": storePassword},
 	}, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.kube.CoreV1().ConfigMaps(e.ns).Create(e.t.Context(), &corev1.ConfigMap{
+	if _, err := e.Kube.CoreV1().ConfigMaps(e.Namespace).Create(e.t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "artifact-repositories",
 			Annotations: map[string]string{"workflows.argoproj.io/default-artifact-repository": "local"}},
 		Data: map[string]string{"local": `artifactory:
@@ -119,7 +120,7 @@ func TestRealExecutorUploadsAnOutputArtifactAndDownloadsItAsAnInput(t *testing.T
 	e := newEnv(t, controller.Options{})
 	store := startArtifactStore(t)
 	e.useArtifactStore(store)
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: artifacts}
 spec:
   entrypoint: main
@@ -140,11 +141,11 @@ spec:
       artifacts: [{name: data, path: /in/data.txt}]
     container: {image: busybox:1.35, command: [cat, /in/data.txt]}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, describe(done), e.describePods())
+		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, harness.Describe(done), e.describePods())
 	}
-	produce := nodeNamed(t, done, "artifacts[0].produce")
+	produce := e.Node(done, "artifacts[0].produce")
 	var loc *wfv1.ArtifactoryArtifact
 	if produce.Outputs != nil {
 		for _, a := range produce.Outputs.Artifacts {
@@ -156,7 +157,7 @@ spec:
 	// argoexec reports an artifact saved to the default repository by its key only (the URL's path); the
 	// consumer's argoexec resolves it against the repository again.
 	if loc == nil || !strings.HasPrefix(loc.URL, "/repo/artifacts/") || !strings.HasSuffix(loc.URL, "/data.tgz") {
-		t.Fatalf("produce's artifact data = %+v, want the key /repo/artifacts/.../data.tgz\n%s", loc, describe(done))
+		t.Fatalf("produce's artifact data = %+v, want the key /repo/artifacts/.../data.tgz\n%s", loc, harness.Describe(done))
 	}
 	if stored := store.paths(); len(stored) != 1 || stored[0] != loc.URL {
 		t.Errorf("the store holds %v, want exactly the reported key %s", stored, loc.URL)
@@ -166,7 +167,7 @@ spec:
 		result.Outputs.Artifacts[0].Artifactory.URL != loc.URL {
 		t.Errorf("argoexec's task result outputs = %+v, want the artifact at %s", result.Outputs, loc.URL)
 	}
-	if got := e.programLogs(e.podOf(done, "artifacts[1].consume"), "main"); !strings.HasPrefix(got, "hello from the real node\n") {
+	if got := e.programLogs(e.PodOf(done, "artifacts[1].consume"), "main"); !strings.HasPrefix(got, "hello from the real node\n") {
 		t.Errorf("consume printed %q, want the produced file", got)
 	}
 	e.waitFinalizersReleased()

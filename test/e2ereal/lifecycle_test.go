@@ -15,13 +15,14 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // A step that exits 1 fails its node with the real exit code and its successor never starts; a retried
 // step that fails once succeeds on its second attempt.
 func TestRealExecutorReportsAFailingStepAndARetrySucceeds(t *testing.T) {
 	e := newEnv(t, controller.Options{})
-	failing := e.submit(`
+	failing := e.Submit(`
 metadata: {name: failing}
 spec:
   entrypoint: main
@@ -33,7 +34,7 @@ spec:
   - name: fail
     container: {image: busybox:1.35, command: [sh, -c, 'echo failing; exit 1']}
 `)
-	retried := e.submit(`
+	retried := e.Submit(`
 metadata: {name: retried}
 spec:
   entrypoint: flaky
@@ -42,11 +43,11 @@ spec:
     retryStrategy: {limit: "2", retryPolicy: Always}
     container: {image: busybox:1.35, command: [sh, -c, 'test {{retries}} -ge 1']}
 `)
-	done := e.waitCompleted(failing.Name)
+	done := e.WaitCompleted(failing.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed {
-		t.Errorf("failing: phase %s, want Failed\n%s", done.Status.Phase, describe(done))
+		t.Errorf("failing: phase %s, want Failed\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	fail := nodeNamed(t, done, "failing[0].fail")
+	fail := e.Node(done, "failing[0].fail")
 	if fail.Phase != wfv1.NodeFailed || !strings.Contains(fail.Message, "exit code 1") {
 		t.Errorf("failing[0].fail = %s %q, want Failed with exit code 1", fail.Phase, fail.Message)
 	}
@@ -55,13 +56,13 @@ spec:
 			t.Errorf("the successor of a failed step started: %s %s", n.Name, n.Phase)
 		}
 	}
-	if got := e.programLogs(e.podOf(done, "failing[0].fail"), "main"); !strings.HasPrefix(got, "failing\n") {
+	if got := e.programLogs(e.PodOf(done, "failing[0].fail"), "main"); !strings.HasPrefix(got, "failing\n") {
 		t.Errorf("the failing step printed %q", got)
 	}
 
-	done = e.waitCompleted(retried.Name)
+	done = e.WaitCompleted(retried.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("retried: phase %s, want Succeeded\n%s", done.Status.Phase, describe(done))
+		t.Fatalf("retried: phase %s, want Succeeded\n%s", done.Status.Phase, harness.Describe(done))
 	}
 	attempts := map[string]wfv1.NodePhase{}
 	for _, n := range done.Status.Nodes {
@@ -71,7 +72,7 @@ spec:
 	}
 	want := map[string]wfv1.NodePhase{"retried(0)": wfv1.NodeFailed, "retried(1)": wfv1.NodeSucceeded}
 	if len(attempts) != len(want) || attempts["retried(0)"] != want["retried(0)"] || attempts["retried(1)"] != want["retried(1)"] {
-		t.Errorf("attempts = %v, want %v\n%s", attempts, want, describe(done))
+		t.Errorf("attempts = %v, want %v\n%s", attempts, want, harness.Describe(done))
 	}
 	e.waitFinalizersReleased()
 }
@@ -79,7 +80,7 @@ spec:
 // An exit handler runs after the workflow's main part failed and sees the failure.
 func TestRealExecutorRunsTheExitHandler(t *testing.T) {
 	e := newEnv(t, controller.Options{})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: exit-handler}
 spec:
   entrypoint: fail
@@ -90,18 +91,18 @@ spec:
   - name: report
     container: {image: busybox:1.35, command: [sh, -c, 'echo "workflow {{workflow.status}}"']}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowFailed {
-		t.Errorf("phase %s, want Failed\n%s", done.Status.Phase, describe(done))
+		t.Errorf("phase %s, want Failed\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	if n := nodeNamed(t, done, "exit-handler"); n.Phase != wfv1.NodeFailed || !strings.Contains(n.Message, "exit code 3") {
+	if n := e.Node(done, "exit-handler"); n.Phase != wfv1.NodeFailed || !strings.Contains(n.Message, "exit code 3") {
 		t.Errorf("main node = %s %q, want Failed with exit code 3", n.Phase, n.Message)
 	}
-	handler := nodeNamed(t, done, "exit-handler.onExit")
+	handler := e.Node(done, "exit-handler.onExit")
 	if handler.Phase != wfv1.NodeSucceeded {
 		t.Errorf("exit handler = %s %q, want Succeeded", handler.Phase, handler.Message)
 	}
-	if got := e.programLogs(e.podOf(done, "exit-handler.onExit"), "main"); !strings.HasPrefix(got, "workflow Failed\n") {
+	if got := e.programLogs(e.PodOf(done, "exit-handler.onExit"), "main"); !strings.HasPrefix(got, "workflow Failed\n") {
 		t.Errorf("the exit handler printed %q, want it to start with %q", got, "workflow Failed")
 	}
 	e.waitFinalizersReleased()
@@ -121,7 +122,7 @@ func TestRealExecutorStopsAndTerminatesRunningPods(t *testing.T) {
 		t.Run(tc.action, func(t *testing.T) {
 			e := newEnv(t, controller.Options{})
 			name := strings.ToLower(tc.action) + "-me"
-			wf := e.submit(`
+			wf := e.Submit(`
 metadata: {name: ` + name + `}
 spec:
   entrypoint: long
@@ -132,15 +133,15 @@ spec:
   - name: cleanup
     container: {image: busybox:1.35, command: [sh, -c, 'echo cleanup']}
 `)
-			running := e.waitFor(wf.Name, "ran its main container", time.Minute, func(wf *wfv1.Workflow) bool {
+			running := e.WaitFor(wf.Name, "ran its main container", time.Minute, func(wf *wfv1.Workflow) bool {
 				return mainRunning(e, wf, name)
 			})
 			begin := time.Now()
 			e.act(name, v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf.Name}, Action: tc.action})
-			done := e.waitCompleted(running.Name)
+			done := e.WaitCompleted(running.Name)
 			t.Logf("%s: workflow completed %s after the action", tc.action, time.Since(begin).Round(time.Millisecond))
 			if done.Status.Phase != wfv1.WorkflowFailed || done.Status.Message != tc.message {
-				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, tc.message, describe(done))
+				t.Errorf("workflow = %s %q, want Failed %q\n%s", done.Status.Phase, done.Status.Message, tc.message, harness.Describe(done))
 			}
 			pod := e.waitPodDone(done, name)
 			for _, s := range pod.Status.ContainerStatuses {
@@ -148,31 +149,22 @@ spec:
 					t.Errorf("main container = %+v, want killed (terminated, non-zero exit)", s.State)
 				}
 			}
-			_, ranHandler := nodeByName(done, name+".onExit")
+			ranHandler := harness.NodeByName(done, name+".onExit") != nil
 			if ranHandler != tc.exitHandler {
-				t.Errorf("exit handler ran = %v, want %v\n%s", ranHandler, tc.exitHandler, describe(done))
+				t.Errorf("exit handler ran = %v, want %v\n%s", ranHandler, tc.exitHandler, harness.Describe(done))
 			}
 			e.waitFinalizersReleased()
 		})
 	}
 }
 
-func nodeByName(wf *wfv1.Workflow, name string) (wfv1.NodeStatus, bool) {
-	for _, n := range wf.Status.Nodes {
-		if n.Name == name {
-			return n, true
-		}
-	}
-	return wfv1.NodeStatus{}, false
-}
-
 // mainRunning reports whether the node's pod runs its main container.
 func mainRunning(e *env, wf *wfv1.Workflow, nodeName string) bool {
-	n, ok := nodeByName(wf, nodeName)
-	if !ok {
+	n := harness.NodeByName(wf, nodeName)
+	if n == nil {
 		return false
 	}
-	pods, err := e.kube.CoreV1().Pods(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(e.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		return false
 	}
@@ -192,9 +184,9 @@ func mainRunning(e *env, wf *wfv1.Workflow, nodeName string) bool {
 // waitPodDone waits for the node's pod to reach a final phase and returns it.
 func (e *env) waitPodDone(wf *wfv1.Workflow, nodeName string) *corev1.Pod {
 	e.t.Helper()
-	pod := e.podOf(wf, nodeName)
+	pod := e.PodOf(wf, nodeName)
 	err := wait.PollUntilContextTimeout(e.t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -214,7 +206,7 @@ func (e *env) act(name string, spec v1alpha1.WorkflowActionSpec) *v1alpha1.Workf
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	actions := c.Namespace(e.ns)
+	actions := c.Namespace(e.Namespace)
 	if _, err := actions.Create(e.t.Context(), &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec},
 		metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating action %s: %v", name, err)

@@ -9,13 +9,14 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // A script's stdout becomes outputs.result and a file becomes an output parameter: argoexec reports both
 // in its task result, and the successor's container gets them as arguments.
 func TestRealExecutorPassesAScriptResultAndAFileParameterToTheSuccessor(t *testing.T) {
 	e := newEnv(t, controller.Options{})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: pass-outputs}
 spec:
   entrypoint: main
@@ -48,11 +49,11 @@ spec:
       image: busybox:1.35
       command: [sh, -c, 'echo "got {{inputs.parameters.result}} and {{inputs.parameters.word}}"']
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, describe(done), e.describePods())
+		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, harness.Describe(done), e.describePods())
 	}
-	produce := nodeNamed(t, done, "pass-outputs[0].produce")
+	produce := e.Node(done, "pass-outputs[0].produce")
 	if produce.Outputs == nil || produce.Outputs.Result == nil || *produce.Outputs.Result != "42" {
 		t.Errorf("produce's result = %v, want 42", produce.Outputs)
 	}
@@ -66,7 +67,7 @@ spec:
 	if result.Labels["workflows.argoproj.io/report-outputs-completed"] != "true" {
 		t.Errorf("argoexec's task result labels = %v, want report-outputs-completed=true", result.Labels)
 	}
-	consume := e.podOf(done, "pass-outputs[1].consume")
+	consume := e.PodOf(done, "pass-outputs[1].consume")
 	if got := e.programLogs(consume, "main"); !strings.HasPrefix(got, "got 42 and bird\n") {
 		t.Errorf("consume printed %q, want %q", got, "got 42 and bird\n")
 	}

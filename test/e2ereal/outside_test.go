@@ -14,13 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // A running pod deleted by someone else (kubectl delete pod): the kubelet kills its containers, the node
 // ends unsuccessful with the reason, the workflow ends, and the pod, its finalizer released, goes away.
 func TestRealPodDeletedFromOutsideEndsItsNode(t *testing.T) {
 	e := newEnv(t, controller.Options{})
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: deleted-pod}
 spec:
   entrypoint: long
@@ -28,22 +29,22 @@ spec:
   - name: long
     container: {image: busybox:1.35, command: [sh, -c, 'sleep 600']}
 `)
-	running := e.waitFor(wf.Name, "ran its main container", time.Minute, func(w *wfv1.Workflow) bool {
+	running := e.WaitFor(wf.Name, "ran its main container", time.Minute, func(w *wfv1.Workflow) bool {
 		return mainRunning(e, w, wf.Name)
 	})
-	pod := e.podOf(running, wf.Name)
-	if err := e.kube.CoreV1().Pods(e.ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+	pod := e.PodOf(running, wf.Name)
+	if err := e.Kube.CoreV1().Pods(e.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting pod %s: %v", pod.Name, err)
 	}
-	done := e.waitCompleted(wf.Name)
-	n := nodeNamed(t, done, wf.Name)
+	done := e.WaitCompleted(wf.Name)
+	n := e.Node(done, wf.Name)
 	t.Logf("after the pod's deletion: workflow %s %q, node %s %q", done.Status.Phase, done.Status.Message, n.Phase, n.Message)
 	// The kubelet stops the containers with SIGTERM: argoexec reports the main container's 143.
 	if done.Status.Phase != wfv1.WorkflowFailed || n.Phase != wfv1.NodeFailed || !strings.Contains(n.Message, "exit code 143") {
-		t.Errorf("workflow %s, node %s %q; want both Failed with exit code 143\n%s", done.Status.Phase, n.Phase, n.Message, describe(done))
+		t.Errorf("workflow %s, node %s %q; want both Failed with exit code 143\n%s", done.Status.Phase, n.Phase, n.Message, harness.Describe(done))
 	}
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := e.kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		_, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {

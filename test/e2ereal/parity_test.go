@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/sandbox/simnode"
@@ -29,9 +27,9 @@ func newSimEnv(t *testing.T, script simnode.Script) *env {
 		t.Skip(unfit)
 	}
 	ns := harness.Namespace(t, cp.Config(), simPrefix)
-	e := &env{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(cp.Config()), argo: versioned.NewForConfigOrDie(cp.Config())}
+	e := envFor(t, ns)
 	run := harness.Start(t, cp.Config(), controller.Options{Namespace: ns, StatusFinalizer: true, Workers: 4,
-		Validate: controller.ArgoValidator(e.argo), Logger: harness.Logger(t)}, simnode.Options{Namespace: ns, Script: script})
+		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t)}, simnode.Options{Namespace: ns, Script: script})
 	e.ctrl = run.Controller
 	return e
 }
@@ -86,8 +84,8 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			real, sim := newEnv(t, controller.Options{}), newSimEnv(t, tc.script)
-			realWf, simWf := real.submit(tc.manifest), sim.submit(tc.manifest)
-			realDone, simDone := real.waitCompleted(realWf.Name), sim.waitCompleted(simWf.Name)
+			realWf, simWf := real.Submit(tc.manifest), sim.Submit(tc.manifest)
+			realDone, simDone := real.WaitCompleted(realWf.Name), sim.WaitCompleted(simWf.Name)
 			real.assertPodsRanOn(realnode.NodeName)
 			sim.assertPodsRanOn(simnode.DefaultNodeName)
 			realSeen := real.observed(realDone)
@@ -104,12 +102,12 @@ spec:
 // assertPodsRanOn checks that every pod of the env's namespace was bound to node.
 func (e *env) assertPodsRanOn(node string) {
 	e.t.Helper()
-	pods, err := e.kube.CoreV1().Pods(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(e.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if len(pods.Items) == 0 {
-		e.t.Errorf("no pods in %s", e.ns)
+		e.t.Errorf("no pods in %s", e.Namespace)
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName != node {
@@ -134,7 +132,7 @@ func (e *env) observed(wf *wfv1.Workflow) observation {
 		names[n.ID] = n.Name
 		o.Nodes[n.Name] = fmt.Sprintf("%s %s %q outputs=%s", n.Type, n.Phase, n.Message, outputsOf(n.Outputs))
 	}
-	results, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	results, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).List(e.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

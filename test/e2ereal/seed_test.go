@@ -17,6 +17,7 @@ import (
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // The seed scenario with the real executor: argoexec writes and completes its task result, but the
@@ -32,7 +33,7 @@ func TestRealExecutorsOutputSurvivesALateTaskResultWatch(t *testing.T) {
 		return delayed
 	}})
 	stop := e.watchNode("late-results", "late-results[0].produce")
-	wf := e.submit(`
+	wf := e.Submit(`
 metadata: {name: late-results}
 spec:
   entrypoint: main
@@ -50,20 +51,20 @@ spec:
     inputs: {parameters: [{name: out}]}
     container: {image: busybox:1.35, command: [sh, -c, 'echo "consumed {{inputs.parameters.out}}"']}
 `)
-	done := e.waitCompleted(wf.Name)
+	done := e.WaitCompleted(wf.Name)
 	states := stop()
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, describe(done), e.describePods())
+		t.Fatalf("phase %s, want Succeeded\n%s\n%s", done.Status.Phase, harness.Describe(done), e.describePods())
 	}
 	for _, n := range states {
 		if n.Phase == wfv1.NodeSucceeded && parameter(n.Outputs, "out") != "v1" {
 			t.Errorf("I1: produce was Succeeded with outputs %v", n.Outputs)
 		}
 	}
-	if got := parameter(nodeNamed(t, done, "late-results[0].produce").Outputs, "out"); got != "v1" {
+	if got := parameter(e.Node(done, "late-results[0].produce").Outputs, "out"); got != "v1" {
 		t.Errorf("produce's output out = %q, want v1", got)
 	}
-	if got := e.programLogs(e.podOf(done, "late-results[1].consume"), "main"); !strings.HasPrefix(got, "consumed v1\n") {
+	if got := e.programLogs(e.PodOf(done, "late-results[1].consume"), "main"); !strings.HasPrefix(got, "consumed v1\n") {
 		t.Errorf("consume printed %q, want %q", got, "consumed v1")
 	}
 	if delayed.Delayed() == 0 {
@@ -76,7 +77,7 @@ spec:
 func (e *env) watchNode(workflow, node string) (stop func() []wfv1.NodeStatus) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.t.Context())
-	w, err := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Watch(ctx, metav1.ListOptions{
+	w, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", workflow).String()})
 	if err != nil {
 		cancel()

@@ -33,6 +33,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 var cp *controlplane.ControlPlane
@@ -52,7 +53,7 @@ const (
 // would, minus the CRDs, which the control plane already installed from config/crd) with strict field
 // validation, then asks the apiserver's authorizer what the two ServiceAccounts may do.
 func TestInstallManifests(t *testing.T) {
-	root := moduleRoot(t)
+	root := harness.ModuleRoot(t)
 	var objs []*unstructured.Unstructured
 	for _, dir := range []string{"config/rbac", "config/manager"} {
 		objs = append(objs, loadKustomization(t, root, dir)...)
@@ -264,7 +265,7 @@ func TestInstallManifests(t *testing.T) {
 
 // TestDefaultKustomization checks the entry point `kubectl apply -k config/default`.
 func TestDefaultKustomization(t *testing.T) {
-	root := moduleRoot(t)
+	root := harness.ModuleRoot(t)
 	t.Run("config/default installs the CRDs, the RBAC, the controller and the executor policy", func(t *testing.T) {
 		got := readKustomization(t, filepath.Join(root, "config/default"))
 		for _, want := range []string{"../crd", "../rbac", "../manager", "../policy"} {
@@ -341,19 +342,6 @@ func describe(o *unstructured.Unstructured) string {
 		return o.GetKind() + " " + o.GetName()
 	}
 	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // readKustomization returns the resources of dir/kustomization.yaml. It fails on any other field
@@ -446,7 +434,7 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 }
 
 func TestTheExamplePolicyDeniesTerminateToDevelopersOnly(t *testing.T) {
-	root := moduleRoot(t)
+	root := harness.ModuleRoot(t)
 	config := cp.Config()
 	dyn := dynamic.NewForConfigOrDie(config)
 	groups, err := restmapper.GetAPIGroupResources(kubernetes.NewForConfigOrDie(config).Discovery())

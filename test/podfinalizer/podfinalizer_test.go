@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/podfinalizer"
@@ -57,28 +53,6 @@ func namespace(t *testing.T) string {
 	return harness.Namespace(t, cp.Config(), "fin")
 }
 
-func submit(t *testing.T, ns, manifest string) *wfv1.Workflow {
-	t.Helper()
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
-		t.Fatal(err)
-	}
-	created, err := versioned.NewForConfigOrDie(cp.Config()).ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), wf, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return created
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	}); err != nil {
-		t.Fatalf("never %s: %v", what, err)
-	}
-}
-
 func podsIn(ctx context.Context, ns string) []corev1.Pod {
 	list, err := kubernetes.NewForConfigOrDie(cp.Config()).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -112,68 +86,12 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 	ns := namespace(t)
 	startController(t, true, time.Minute)
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Jitter: 0.5, RunFor: 50 * time.Millisecond}})
-	argo := versioned.NewForConfigOrDie(cp.Config())
-	kube := kubernetes.NewForConfigOrDie(cp.Config())
-	// Watch both streams; resourceVersions are etcd revisions, so they order writes across resources.
-	wfWatch, err := argo.ArgoprojV1alpha1().Workflows(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	podWatch, err := kube.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fulfilledAt := map[string]int64{} // node ID → first revision showing it fulfilled
-	releasedAt := map[string]int64{}  // node ID → revision where the pod lost the finalizer
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for ev := range wfWatch.ResultChan() {
-			wf, ok := ev.Object.(*wfv1.Workflow)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			rv, _ := strconv.ParseInt(wf.ResourceVersion, 10, 64)
-			mu.Lock()
-			for id, n := range wf.Status.Nodes {
-				if _, seen := fulfilledAt[id]; !seen && n.Fulfilled() {
-					fulfilledAt[id] = rv
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		had := map[string]bool{}
-		for ev := range podWatch.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			id := pod.Annotations[common.AnnotationKeyNodeID]
-			has := slices.Contains(pod.Finalizers, common.FinalizerPodStatus)
-			mu.Lock()
-			if had[pod.Name] && !has {
-				if _, done := releasedAt[id]; !done {
-					releasedAt[id], _ = strconv.ParseInt(pod.ResourceVersion, 10, 64)
-				}
-			}
-			had[pod.Name] = had[pod.Name] || has
-			mu.Unlock()
-		}
-	}()
-	wf := submit(t, ns, fmt.Sprintf(threeSteps, "ordered"))
-	waitUntil(t, "all three pods released", time.Minute, func(ctx context.Context) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(releasedAt) == 3
-	})
-	wfWatch.Stop()
-	podWatch.Stop()
-	wg.Wait()
+	workflows := harness.NewWorkflows(t, cp.Config(), ns)
+	order := harness.WatchReleaseOrder(workflows)
+	wf := workflows.Submit(fmt.Sprintf(threeSteps, "ordered"))
+	harness.Until(t, "all three pods released", time.Minute, func(context.Context) bool { return order.ReleasedCount() == 3 })
+	order.Stop()
+	releasedAt, fulfilledAt := order.Revisions()
 	for id, rel := range releasedAt {
 		if ful, ok := fulfilledAt[id]; !ok || ful >= rel {
 			t.Errorf("I5: node %s's pod lost its finalizer at revision %d, before its final state was persisted (revision %d, seen %v)", id, rel, ful, ok)
@@ -182,18 +100,7 @@ func TestAPodLosesItsFinalizerOnlyAfterItsNodesFinalStateIsPersisted(t *testing.
 	if got := holding(podsIn(t.Context(), ns)); got != 0 {
 		t.Errorf("%d pods of %s still hold the finalizer", got, wf.Name)
 	}
-	waitUntil(t, "a PodFinalizersReleased event on the workflow", 15*time.Second, func(ctx context.Context) bool {
-		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name == wf.Name && ev.Reason == podfinalizer.ReasonFinalizersReleased {
-				return true
-			}
-		}
-		return false
-	})
+	workflows.WaitEvent("", wf.Name, podfinalizer.ReasonFinalizersReleased)
 }
 
 func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
@@ -202,8 +109,8 @@ func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: hold}})
-	wf := submit(t, ns, fmt.Sprintf(threeSteps, "doomed"))
-	waitUntil(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
+	wf := harness.NewWorkflows(t, cp.Config(), ns).Submit(fmt.Sprintf(threeSteps, "doomed"))
+	harness.Until(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
 		return holding(podsIn(ctx, ns)) == 2
 	})
 	if err := versioned.NewForConfigOrDie(cp.Config()).ArgoprojV1alpha1().Workflows(ns).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
@@ -217,7 +124,7 @@ func TestDeletingARunningWorkflowReleasesAllItsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "every pod of the deleted workflow released and removed (none stuck Terminating)", time.Minute, func(ctx context.Context) bool {
+	harness.Until(t, "every pod of the deleted workflow released and removed (none stuck Terminating)", time.Minute, func(ctx context.Context) bool {
 		return len(podsIn(ctx, ns)) == 0
 	})
 }
@@ -230,8 +137,8 @@ func TestPodsOfAWorkflowDeletedWithOrphanPropagationAreReleased(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: hold}})
-	wf := submit(t, ns, fmt.Sprintf(threeSteps, "orphaned"))
-	waitUntil(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
+	wf := harness.NewWorkflows(t, cp.Config(), ns).Submit(fmt.Sprintf(threeSteps, "orphaned"))
+	harness.Until(t, "two pods running with the finalizer", time.Minute, func(ctx context.Context) bool {
 		return holding(podsIn(ctx, ns)) == 2
 	})
 	orphan := metav1.DeletePropagationOrphan
@@ -239,7 +146,7 @@ func TestPodsOfAWorkflowDeletedWithOrphanPropagationAreReleased(t *testing.T) {
 		metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "both pods left without an owner and without the status finalizer", time.Minute, func(ctx context.Context) bool {
+	harness.Until(t, "both pods left without an owner and without the status finalizer", time.Minute, func(ctx context.Context) bool {
 		pods := podsIn(ctx, ns)
 		for _, p := range pods {
 			if len(p.OwnerReferences) > 0 {
@@ -258,9 +165,9 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 	startNode(t, nsA, simnode.Script{Default: simnode.Behavior{Hold: hold}})
 	startNode(t, nsB, simnode.Script{Default: simnode.Behavior{Hold: hold}})
 	argo := versioned.NewForConfigOrDie(cp.Config())
-	old := submit(t, nsA, fmt.Sprintf(threeSteps, "same-name"))
-	other := submit(t, nsB, fmt.Sprintf(threeSteps, "same-name"))
-	waitUntil(t, "both workflows' first pods hold the finalizer", time.Minute, func(ctx context.Context) bool {
+	old := harness.NewWorkflows(t, cp.Config(), nsA).Submit(fmt.Sprintf(threeSteps, "same-name"))
+	other := harness.NewWorkflows(t, cp.Config(), nsB).Submit(fmt.Sprintf(threeSteps, "same-name"))
+	harness.Until(t, "both workflows' first pods hold the finalizer", time.Minute, func(ctx context.Context) bool {
 		return holding(podsIn(ctx, nsA)) == 2 && holding(podsIn(ctx, nsB)) == 2
 	})
 	first.Stop()
@@ -277,7 +184,7 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "the old workflow gone and its pods terminating", time.Minute, func(ctx context.Context) bool {
+	harness.Until(t, "the old workflow gone and its pods terminating", time.Minute, func(ctx context.Context) bool {
 		_, err := argo.ArgoprojV1alpha1().Workflows(nsA).Get(ctx, old.Name, metav1.GetOptions{})
 		pods := podsIn(ctx, nsA)
 		terminating := 0
@@ -288,7 +195,7 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 		}
 		return err != nil && terminating == 2
 	})
-	renewed := submit(t, nsA, fmt.Sprintf(threeSteps, "same-name"))
+	renewed := harness.NewWorkflows(t, cp.Config(), nsA).Submit(fmt.Sprintf(threeSteps, "same-name"))
 	newPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "same-name-new", Finalizers: []string{common.FinalizerPodStatus},
 			Labels:          map[string]string{common.LabelKeyWorkflow: "same-name"},
@@ -301,7 +208,7 @@ func TestPodsOfAWorkflowDeletedWhileTheControllerWasDownAreReleasedAfterRestart(
 	}
 
 	startController(t, true, time.Minute)
-	waitUntil(t, "the deleted workflow's pods released and gone", time.Minute, func(ctx context.Context) bool {
+	harness.Until(t, "the deleted workflow's pods released and gone", time.Minute, func(ctx context.Context) bool {
 		for _, p := range podsIn(ctx, nsA) {
 			if p.DeletionTimestamp != nil {
 				return false
@@ -324,17 +231,17 @@ func TestTurningTheFinalizerFlagOffStillReleasesPodsThatCarryIt(t *testing.T) {
 	first := startController(t, true, time.Minute)
 	release := make(chan struct{})
 	startNode(t, ns, simnode.Script{Default: simnode.Behavior{Hold: release}})
-	wf := submit(t, ns, fmt.Sprintf(threeSteps, "flag-off"))
-	waitUntil(t, "two pods hold the finalizer", time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 2 })
+	wf := harness.NewWorkflows(t, cp.Config(), ns).Submit(fmt.Sprintf(threeSteps, "flag-off"))
+	harness.Until(t, "two pods hold the finalizer", time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 2 })
 	first.Stop()
 	startController(t, false, time.Minute)
 	close(release)
 	argo := versioned.NewForConfigOrDie(cp.Config())
-	waitUntil(t, "the workflow completed", time.Minute, func(ctx context.Context) bool {
+	harness.Until(t, "the workflow completed", time.Minute, func(ctx context.Context) bool {
 		got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(ctx, wf.Name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase.Completed()
 	})
-	waitUntil(t, "every pod released", 30*time.Second, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
+	harness.Until(t, "every pod released", 30*time.Second, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
 	pods := podsIn(t.Context(), ns)
 	if len(pods) != 3 {
 		t.Errorf("want 3 pods, got %d", len(pods))
@@ -383,7 +290,7 @@ func TestThousandsOfOrphanedPodsAreAllReleased(t *testing.T) {
 	t.Logf("created %d orphaned pods in %s", n, time.Since(begin).Round(time.Millisecond))
 	begin = time.Now()
 	startController(t, true, time.Minute)
-	waitUntil(t, "every orphan released", 3*time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
+	harness.Until(t, "every orphan released", 3*time.Minute, func(ctx context.Context) bool { return holding(podsIn(ctx, ns)) == 0 })
 	t.Logf("released %d orphaned pods in %s (including cache sync)", n, time.Since(begin).Round(time.Millisecond))
 	for _, p := range podsIn(t.Context(), ns) {
 		if !slices.Contains(p.Finalizers, "example.com/theirs") {

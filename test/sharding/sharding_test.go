@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	testingclock "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
@@ -130,37 +129,22 @@ func newClients(t *testing.T) clients {
 	return clients{argo: versioned.NewForConfigOrDie(cp.Config()), kube: kubernetes.NewForConfigOrDie(cp.Config()), actions: a}
 }
 
-func (c clients) submit(t *testing.T, ns, name, labels string) {
-	t.Helper()
-	wf := &wfv1.Workflow{}
-	if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(approval, name, labels)), wf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.argo.ArgoprojV1alpha1().Workflows(ns).Create(t.Context(), wf, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+// waitTimeout bounds the suite's waits: two controllers on a short workflow.
+const waitTimeout = 30 * time.Second
+
+// in is the clients' handle on namespace ns's workflows, reporting to t.
+func (c clients) in(t *testing.T, ns string) *harness.Workflows {
+	return &harness.Workflows{T: t, Namespace: ns, Kube: c.kube, Argo: c.argo, Timeout: waitTimeout}
 }
 
-func (c clients) waitFor(t *testing.T, ns, name, what string, cond func(*wfv1.Workflow) bool) *wfv1.Workflow {
+func (c clients) submit(t *testing.T, ns, name, labels string) {
 	t.Helper()
-	var last *wfv1.Workflow
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		wf, err := c.argo.ArgoprojV1alpha1().Workflows(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = wf
-		return cond(wf), nil
-	})
-	if err != nil {
-		t.Fatalf("workflow %s/%s never %s: %v (last: %+v)", ns, name, what, err, last)
-	}
-	return last
+	c.in(t, ns).Submit(fmt.Sprintf(approval, name, labels))
 }
 
 func (c clients) waitSuspended(t *testing.T, ns, name string) {
 	t.Helper()
-	c.waitFor(t, ns, name, "suspended", func(wf *wfv1.Workflow) bool {
+	c.in(t, ns).WaitFor(name, "suspended", waitTimeout, func(wf *wfv1.Workflow) bool {
 		n := wf.Status.Nodes.FindByDisplayName("approve")
 		return n != nil && n.Phase == wfv1.NodeRunning
 	})
@@ -168,7 +152,7 @@ func (c clients) waitSuspended(t *testing.T, ns, name string) {
 
 func (c clients) waitSucceeded(t *testing.T, ns, name string) {
 	t.Helper()
-	wf := c.waitFor(t, ns, name, "completed", func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	wf := c.in(t, ns).WaitCompleted(name)
 	if wf.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("%s/%s ended %s (%q), want Succeeded", ns, name, wf.Status.Phase, wf.Status.Message)
 	}
@@ -178,7 +162,7 @@ func (c clients) waitSucceeded(t *testing.T, ns, name string) {
 func (c clients) resume(t *testing.T, ns, name string) *actionsv1.WorkflowAction {
 	t.Helper()
 	a, err := actions.Request(t.Context(), c.actions.Namespace(ns), actionsv1.WorkflowActionSpec{
-		WorkflowRef: actionsv1.WorkflowRef{Name: name}, Action: actionsv1.ActionResume}, nil, 30*time.Second)
+		WorkflowRef: actionsv1.WorkflowRef{Name: name}, Action: actionsv1.ActionResume}, nil, waitTimeout)
 	if err != nil {
 		t.Fatalf("resuming %s/%s: %v", ns, name, err)
 	}
@@ -231,11 +215,9 @@ func testInstanceIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return alpha.reconciles(ns+"/beta-wf") > 0, nil
-	}); err != nil {
-		t.Fatal("alpha never looked at the action for beta's workflow")
-	}
+	harness.Until(t, "saw alpha look at the action for beta's workflow", waitTimeout, func(context.Context) bool {
+		return alpha.reconciles(ns+"/beta-wf") > 0
+	})
 	if got, err := c.actions.Namespace(ns).Get(t.Context(), pending.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != "" {
 		t.Fatalf("alpha decided beta's action: %v %+v", err, got.Status)
 	}
@@ -297,7 +279,7 @@ func testManagedNamespaces(t *testing.T) {
 func waitAction(t *testing.T, c clients, ns, name string, want actionsv1.ActionPhase) {
 	t.Helper()
 	var last actionsv1.WorkflowActionStatus
-	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		a, err := c.actions.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const twoSteps = `
@@ -43,27 +44,27 @@ func TestAPodInAnotherNamespaceDecidesNoNodeAndKeepsItsFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// mallory may create pods in the other namespace, and nothing else.
-	if _, err := e.kube.RbacV1().Roles(other).Create(t.Context(), &rbacv1.Role{
+	if _, err := e.Kube.RbacV1().Roles(other).Create(t.Context(), &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-creator"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.kube.RbacV1().RoleBindings(other).Create(t.Context(), &rbacv1.RoleBinding{
+	if _, err := e.Kube.RbacV1().RoleBindings(other).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "mallory-creates-pods"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "mallory", APIGroup: "rbac.authorization.k8s.io"}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := controlplanetest.WaitAuthorized(t.Context(), as("mallory", nil, nil),
+	if err := controlplanetest.WaitAuthorized(t.Context(), harness.As(cp.Config(), "mallory", nil, nil),
 		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: other}); err != nil {
 		t.Fatal(err)
 	}
-	mallory := kubernetes.NewForConfigOrDie(as("mallory", nil, nil))
+	mallory := kubernetes.NewForConfigOrDie(harness.As(cp.Config(), "mallory", nil, nil))
 
-	wf := e.submit(twoSteps)
-	e.waitFor(wf.Name, "ran s1", func(wf *wfv1.Workflow) bool { return nodeByName(wf, "victim[0].s1") != nil })
+	wf := e.Submit(twoSteps)
+	e.WaitFor(wf.Name, "ran s1", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "victim[0].s1") != nil })
 	// The pod claims the workflow's root node (its ID is the workflow's name) and carries our finalizer:
 	// taken for the workflow's own, it would be released when the workflow completes.
 	fake := &corev1.Pod{
@@ -83,28 +84,28 @@ func TestAPodInAnotherNamespaceDecidesNoNodeAndKeepsItsFinalizer(t *testing.T) {
 	}
 	t.Cleanup(func() { releaseByAdmin(t, e, fake) })
 
-	done := e.waitFor(wf.Name, "completed", func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Errorf("phase = %s (%s), want Succeeded", done.Status.Phase, done.Status.Message)
 	}
 	// The release Event follows the patches of the same pass: once it is there, the pass released all
 	// it was going to.
-	e.waitEvent(e.ns, "Workflow", wf.Name, "PodFinalizersReleased")
+	e.WaitEvent("Workflow", wf.Name, "PodFinalizersReleased")
 	for _, node := range []string{"victim[0].s1", "victim[1].s2"} {
-		if pod := e.podOf(done, node); slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
+		if pod := e.PodOf(done, node); slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
 			t.Errorf("the workflow's own pod of %s still holds the finalizer", node)
 		}
 	}
-	got, err := e.kube.CoreV1().Pods(other).Get(t.Context(), fake.Name, metav1.GetOptions{})
+	got, err := e.Kube.CoreV1().Pods(other).Get(t.Context(), fake.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(got.Finalizers, podfinalizer.Finalizer) {
 		t.Errorf("the controller released the finalizer of mallory's pod in %s", other)
 	}
-	msgs := e.waitEvent(other, "Pod", fake.Name, "PodIgnored")
+	msgs := harness.Messages(e.InNamespace(other).WaitEvent("Pod", fake.Name, "PodIgnored"))
 	t.Logf("PodIgnored: %v", msgs)
-	if n := e.metric("wfguard_pods_ignored_total", map[string]string{"reason": "other_namespace"}); n != 1 {
+	if n := e.Metric("wfguard_pods_ignored_total", map[string]string{"reason": "other_namespace"}); n != 1 {
 		t.Errorf("wfguard_pods_ignored_total{reason=other_namespace} = %v, want 1", n)
 	}
 }
@@ -114,7 +115,7 @@ func releaseByAdmin(t *testing.T, e *env, pod *corev1.Pod) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := e.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Logf("releasing %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
@@ -30,14 +30,7 @@ const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
 // namespace ns so the other tests of this binary (which show the controller's own checks) run without it.
 func installPolicy(t *testing.T, ns string) {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := harness.ModuleRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, policyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +86,10 @@ spec:
 // ServiceAccount identity holding only the executor role, is refused.
 func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	e := newEnv(t, envOptions{executorAsServiceAccount: true})
-	e.bindExecutorRole()
-	installPolicy(t, e.ns)
+	harness.BindExecutorRole(t, cp.Config(), e.Namespace)
+	installPolicy(t, e.Namespace)
 	results := func(claims map[string][]string) versioned.Interface {
-		return versioned.NewForConfigOrDie(serviceAccount(e.ns, "default", claims))
+		return versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", claims))
 	}
 	unbound := results(nil)
 	probe := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
@@ -105,7 +98,7 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	// The policy reaches admission asynchronously: wait until it refuses a token without pod claims.
 	var last error
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if ctx.Err() == nil {
 			last = err
 		}
@@ -116,13 +109,13 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 		t.Fatalf("a ServiceAccount token without pod claims could still create a task result (last error %v); policy status %v", last, policy)
 	}
 
-	wf := e.submit(held)
-	wf = e.waitFor(wf.Name, "suspended after s1 reported through the policy", func(wf *wfv1.Workflow) bool {
-		s1, approve := nodeByName(wf, "held[0].s1"), nodeByName(wf, "held[1].approve")
+	wf := e.Submit(held)
+	wf = e.WaitFor(wf.Name, "suspended after s1 reported through the policy", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
+		s1, approve := harness.NodeByName(wf, "held[0].s1"), harness.NodeByName(wf, "held[1].approve")
 		return s1 != nil && s1.Phase == wfv1.NodeSucceeded && approve != nil && approve.Phase == wfv1.NodeRunning
 	})
-	s1 := nodeByName(wf, "held[0].s1")
-	pod := e.podOf(wf, "held[0].s1")
+	s1 := harness.NodeByName(wf, "held[0].s1")
+	pod := e.PodOf(wf, "held[0].s1")
 	own := results(simnode.PodClaims(pod.Name, string(pod.UID)))
 	// A pod of another node of the same workflow (its name shares the workflow prefix, not the hash).
 	neighbour := results(simnode.PodClaims(wf.Name+"-work-1", "uid-neighbour"))
@@ -136,11 +129,11 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 		}
 	}
 	create := func(c versioned.Interface, r *wfv1.WorkflowTaskResult) error {
-		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Create(t.Context(), r, metav1.CreateOptions{})
+		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(t.Context(), r, metav1.CreateOptions{})
 		return err
 	}
 	patch := func(c versioned.Interface, name, body string) error {
-		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Patch(t.Context(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		_, err := c.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Patch(t.Context(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		return err
 	}
 	for _, tc := range []struct {
@@ -178,7 +171,7 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 			}
 		})
 	}
-	if r, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), s1.ID, metav1.GetOptions{}); err != nil {
+	if r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), s1.ID, metav1.GetOptions{}); err != nil {
 		t.Error(err)
 	} else if r.Labels[common.LabelKeyWorkflow] != wf.Name || r.OwnerReferences[0].UID != wf.UID {
 		t.Errorf("s1's result was changed: labels %v, owners %v", r.Labels, r.OwnerReferences)
