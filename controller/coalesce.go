@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // informationalNodeFields change as a pod runs but decide nothing: no successor, release or outcome
@@ -23,6 +25,55 @@ var informationalNodeFields = []string{"hostNodeName", "outputs", "taskResultSyn
 // node going from Pending to Running. Such a pass may wait for the coalescing window.
 func informationalOnly(before, after *unstructured.Unstructured) bool {
 	return equality.Semantic.DeepEqual(decisive(before), decisive(after))
+}
+
+// onlyPruned reports whether after differs from before only by dropping some write-ahead records. Dropping
+// the records of actions whose outcome is written decides nothing (they only guard a replay, which a
+// written outcome no longer needs), so it rides with the workflow's next write instead of costing one. A new
+// or changed record is never held back (I4).
+func onlyPruned(before, after *unstructured.Unstructured) bool {
+	if !prunedOnly(before.Object, after.Object) {
+		return false
+	}
+	held := after.DeepCopy()
+	setAppliedRecords(held.Object, appliedRecords(before.Object))
+	return equality.Semantic.DeepEqual(before.Object, held.Object)
+}
+
+// appliedRecords are the write-ahead records of an object (status.appliedActions and their annotation
+// mirror), nil when it has none.
+func appliedRecords(u map[string]any) []any {
+	records, _, _ := unstructured.NestedFieldNoCopy(u, "status", "appliedActions")
+	mirror, _, _ := unstructured.NestedFieldNoCopy(u, "metadata", "annotations", extstatus.AnnotationAppliedActions)
+	return []any{records, mirror}
+}
+
+func setAppliedRecords(u map[string]any, r []any) {
+	for i, path := range [][]string{{"status", "appliedActions"}, {"metadata", "annotations", extstatus.AnnotationAppliedActions}} {
+		if r[i] == nil {
+			unstructured.RemoveNestedField(u, path...)
+		} else {
+			_ = unstructured.SetNestedField(u, r[i], path...)
+		}
+	}
+	if annotations, ok, _ := unstructured.NestedMap(u, "metadata", "annotations"); ok && len(annotations) == 0 {
+		unstructured.RemoveNestedField(u, "metadata", "annotations")
+	}
+}
+
+// prunedOnly reports whether after's write-ahead records are before's with some removed and none added.
+func prunedOnly(before, after map[string]any) bool {
+	b, _, _ := unstructured.NestedSlice(before, "status", "appliedActions")
+	a, _, _ := unstructured.NestedSlice(after, "status", "appliedActions")
+	if len(a) >= len(b) {
+		return false
+	}
+	for _, r := range a {
+		if !slices.ContainsFunc(b, func(x any) bool { return equality.Semantic.DeepEqual(x, r) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // decisive is a copy of u without what informationalOnly ignores.

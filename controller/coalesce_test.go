@@ -10,7 +10,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wfguard/wfguard/extstatus"
 )
+
+// withRecords sets the workflow's write-ahead records (and their annotation mirror) to one per UID.
+func withRecords(uids ...string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		if len(uids) == 0 {
+			unstructured.RemoveNestedField(u.Object, "status", "appliedActions")
+			unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+			return
+		}
+		var records []any
+		mirror := ""
+		for _, uid := range uids {
+			records = append(records, map[string]any{"uid": uid, "outcome": "Succeeded"})
+			mirror += uid
+		}
+		_ = unstructured.SetNestedSlice(u.Object, records, "status", "appliedActions")
+		_ = unstructured.SetNestedField(u.Object, mirror, "metadata", "annotations", extstatus.AnnotationAppliedActions)
+	}
+}
 
 func TestOnlyChangesThatDecideNothingMayWaitForTheCoalescingWindow(t *testing.T) {
 	base := func() *unstructured.Unstructured {
@@ -145,5 +166,39 @@ func TestTheEchoOfOurOwnWriteIsSkippedUnlessAPassWaitsForIt(t *testing.T) {
 	}
 	if !c.ownEcho(wf) {
 		t.Fatal("the wait is used up by one echo")
+	}
+}
+
+func TestPruningAloneIsHeldForTheNextWrite(t *testing.T) {
+	base := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "wf"}, "status": map[string]any{"phase": "Running"}}}
+	}
+	cases := []struct {
+		sentence    string
+		before      func(*unstructured.Unstructured)
+		after       func(*unstructured.Unstructured)
+		wantWritten bool
+	}{
+		{"pruning one of two records writes nothing", withRecords("x", "y"), withRecords("y"), false},
+		{"pruning the last record writes nothing", withRecords("x"), withRecords(), false},
+		{"a new record is written, with the pruning", withRecords("x", "y"), withRecords("y", "z"), true},
+		{"a record whose outcome changed is written", withRecords("x"), func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"uid": "x", "outcome": "Failed"}}, "status", "appliedActions")
+		}, true},
+		{"pruning with a phase change is written", withRecords("x"), func(u *unstructured.Unstructured) {
+			withRecords()(u)
+			_ = unstructured.SetNestedField(u.Object, "Succeeded", "status", "phase")
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			before := base()
+			tc.before(before)
+			after := before.DeepCopy()
+			tc.after(after)
+			if written := !onlyPruned(before, after); written != tc.wantWritten {
+				t.Errorf("written = %v, want %v", written, tc.wantWritten)
+			}
+		})
 	}
 }

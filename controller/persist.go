@@ -50,8 +50,8 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 		return dropped, err
 	}
 	next.SetResourceVersion(p.loaded.GetResourceVersion())
-	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) {
-		return unchanged, nil
+	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) || onlyPruned(p.loaded, next) {
+		return unchanged, nil // pruned records alone go with the next write
 	}
 	if len(p.Events) == 0 && informationalOnly(p.loaded, next) {
 		if wait := c.coalesce(p.key, p.Now); wait > 0 {
