@@ -48,7 +48,8 @@ func (d *Drainer) Report(ctx context.Context, key string, wf *wfv1.Workflow, rec
 			continue
 		}
 		out := Outcome{Phase: v1alpha1.ActionPhase(r.Outcome), Reason: r.Reason, Message: r.Message}
-		written, err := d.writeOutcome(ctx, a, out)
+		// The outcome stored may differ from the record's (OutcomeNotStorable): the workflow's Event says what was stored.
+		out, written, err := d.writeOutcome(ctx, a, out)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -64,10 +65,11 @@ func (d *Drainer) Report(ctx context.Context, key string, wf *wfv1.Workflow, rec
 	return errors.Join(errs...)
 }
 
-// writeOutcome sets an action's terminal status (once: a terminal action is never rewritten). It reports
-// whether this call wrote it: not when the action is gone, or already terminal on the server because our
+// writeOutcome sets an action's terminal status (once: a terminal action is never rewritten). It returns
+// the outcome it stored (OutcomeNotStorable in place of one the API server refused) and reports whether this
+// call wrote it: not when the action is gone, or already terminal on the server because our
 // own earlier write has not reached the cache yet (its Events were recorded then).
-func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, out Outcome) (bool, error) {
+func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, out Outcome) (Outcome, bool, error) {
 	client := d.Client.Namespace(a.Namespace)
 	now := metav1.NewTime(d.Clock.Now())
 	status := v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
@@ -83,9 +85,9 @@ func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, 
 				typ = corev1.EventTypeWarning
 			}
 			d.Recorder.Eventf(a, typ, out.Reason, "%s", out.Message)
-			return true, nil
+			return out, true, nil
 		case apierrors.IsNotFound(err):
-			return false, nil
+			return out, false, nil
 		case status.Reason != ReasonOutcomeNotStorable && refused(err):
 			// The API server will never store this outcome: store a short one instead, so the action ends
 			// and the actions behind it are not held up by it.
@@ -95,18 +97,18 @@ func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, 
 			status = v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
 			continue
 		case !apierrors.IsConflict(err) || attempt >= 3:
-			return false, fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
+			return out, false, fmt.Errorf("writing the status of action %s/%s: %w", a.Namespace, a.Name, err)
 		}
 		// Our cached copy is stale: read the action, and stop if it is already terminal.
 		fresh, gerr := client.Get(ctx, a.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(gerr) {
-			return false, nil
+			return out, false, nil
 		}
 		if gerr != nil {
-			return false, fmt.Errorf("writing the status of action %s/%s: %w (and re-reading it: %v)", a.Namespace, a.Name, err, gerr)
+			return out, false, fmt.Errorf("writing the status of action %s/%s: %w (and re-reading it: %v)", a.Namespace, a.Name, err, gerr)
 		}
 		if fresh.UID != a.UID || fresh.Status.Terminal() {
-			return false, nil
+			return out, false, nil
 		}
 		a = fresh
 	}
@@ -119,4 +121,4 @@ func refused(err error) bool {
 }
 
 // outcomeErr keeps writeOutcome's error where only failures matter.
-func outcomeErr(_ bool, err error) error { return err }
+func outcomeErr(_ Outcome, _ bool, err error) error { return err }

@@ -52,21 +52,24 @@ func (r *Releaser) Sweep(ctx context.Context) {
 	if r.cfg.SweepInterval <= 0 {
 		return
 	}
-	wait.UntilWithContext(ctx, func(context.Context) {
-		held := map[string]int{}
-		now := r.cfg.Clock.Now()
-		for _, o := range r.cfg.Pods.List() {
-			pod := o.(*corev1.Pod)
-			if !slices.Contains(pod.Finalizers, Finalizer) {
-				continue
-			}
-			held[ageBucket(now.Sub(pod.CreationTimestamp.Time))]++
-			if r.orphaned(pod) {
-				r.cfg.Enqueue(pod)
-			}
+	wait.UntilWithContext(ctx, func(context.Context) { r.sweepOnce() }, r.cfg.SweepInterval)
+}
+
+// sweepOnce is one round of Sweep.
+func (r *Releaser) sweepOnce() {
+	held := map[string]int{}
+	now := r.cfg.Clock.Now()
+	for _, o := range r.cfg.Pods.List() {
+		pod := o.(*corev1.Pod)
+		if !slices.Contains(pod.Finalizers, Finalizer) {
+			continue
 		}
-		for _, b := range ageBuckets {
-			r.metrics.heldPods.WithLabelValues(b.label).Set(float64(held[b.label]))
+		held[ageBucket(now.Sub(pod.CreationTimestamp.Time))]++
+		if r.orphaned(pod) {
+			r.cfg.Enqueue(pod)
 		}
-	}, r.cfg.SweepInterval)
+	}
+	for _, b := range ageBuckets {
+		r.metrics.heldPods.WithLabelValues(b.label).Set(float64(held[b.label]))
+	}
 }
