@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -100,7 +101,7 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	node := harness.StartNode(t, config, simnode.Options{Namespace: ns, Script: behaviour(seed), Seed: int64(seed)})
 	defer node.Stop()
 
-	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}}
+	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}, retryTargets: map[string]types.UID{}}
 	s := &schedule{t: t, ctx: ctx, rnd: rnd, ns: ns, argo: argo, actions: actions, points: points, rec: rec, plan: &p, specs: map[string]*wfv1.Workflow{}}
 	s.run(n)
 
@@ -230,7 +231,9 @@ type schedule struct {
 	names                                 []string
 }
 
-var crashPoints = []string{faultinject.PointAfterWorkflowPersist, faultinject.PointBeforeActionStatus, faultinject.PointBeforeFinalizerRelease}
+// Armed, a crash point fires at its next hit: during-retry-cleanup only once a Retry applies.
+var crashPoints = []string{faultinject.PointAfterWorkflowPersist, faultinject.PointBeforeActionStatus, faultinject.PointBeforeFinalizerRelease,
+	faultinject.PointDuringRetryCleanup}
 
 func (s *schedule) run(n int) {
 	for i := range n {
@@ -322,9 +325,9 @@ func (s *schedule) actionBurst() {
 		if len(s.names) == 0 {
 			return
 		}
-		wf := s.names[s.rnd.IntN(len(s.names))]
+		wf, uid := s.names[s.rnd.IntN(len(s.names))], types.UID("")
 		var kinds []string
-		switch s.rnd.IntN(5) {
+		switch s.rnd.IntN(6) {
 		case 0, 1:
 			kinds = []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume}
 		case 2:
@@ -337,56 +340,62 @@ func (s *schedule) actionBurst() {
 				kinds = append(kinds, v1alpha1.ActionTerminate)
 			}
 			if failed := s.completedFailed(); len(failed) > 0 && s.rnd.IntN(4) != 0 {
-				wf = failed[s.rnd.IntN(len(failed))]
+				target := failed[s.rnd.IntN(len(failed))]
+				wf, uid = target.Name, target.UID
 				s.retriesAtFailed++
 			}
 		}
-		s.send(wf, kinds...)
+		s.send(wf, uid, kinds...)
 	}
 }
 
-// send creates the actions on wf, in order.
-func (s *schedule) send(wf string, kinds ...string) {
+// send creates the actions on wf, in order; with a uid, pinned to that incarnation of it, and a Retry
+// among them is expected to apply (plan.retryTargets).
+func (s *schedule) send(wf string, uid types.UID, kinds ...string) {
 	base := fmt.Sprintf("%s-x%d", wf, len(s.plan.actionKinds))
 	for i, kind := range kinds {
 		// Names order a pair created within the same second (creationTimestamp ties break by name).
 		name := fmt.Sprintf("%s-%d-%s", base, i+1, strings.ToLower(kind))
 		_, err := s.actions.Create(s.ctx, &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf}, Action: kind}}, metav1.CreateOptions{})
+			Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf, UID: uid}, Action: kind}}, metav1.CreateOptions{})
 		if err != nil {
 			s.t.Fatalf("creating action %s: %v", name, err)
 		}
 		s.plan.actionKinds[name] = kind
+		if uid != "" && kind == v1alpha1.ActionRetry {
+			s.plan.retryTargets[name] = uid
+		}
 	}
 }
 
 // completedFailed lists the workflows that completed Failed or Error with a failed pod node: a Retry
 // applies to them.
-func (s *schedule) completedFailed() []string {
+func (s *schedule) completedFailed() []metav1.ObjectMeta {
 	list, err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).List(s.ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil // a listing error only makes this burst's Retry a random one
 	}
-	var out []string
+	var out []metav1.ObjectMeta
 	for _, wf := range list.Items {
 		if wf.Status.Phase != wfv1.WorkflowFailed && wf.Status.Phase != wfv1.WorkflowError {
 			continue
 		}
 		for _, n := range wf.Status.Nodes {
 			if n.Type == wfv1.NodeTypePod && n.FailedOrError() {
-				out = append(out, wf.Name)
+				out = append(out, metav1.ObjectMeta{Name: wf.Name, UID: wf.UID})
 				break
 			}
 		}
 	}
-	sort.Strings(out) // the seed picks among them, not the list order
+	// The seed picks among them, not the list order.
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // retryAFailedWorkflow makes sure the run sends a Retry that applies: it waits for a workflow to complete
 // Failed or Error (none may, if every workflow succeeds) and retries it.
 func (s *schedule) retryAFailedWorkflow() {
-	var failed []string
+	var failed []metav1.ObjectMeta
 	waitUntil(s.t, s.ctx, "a workflow to complete Failed or Error, or every workflow to complete", 5*time.Minute, func() (bool, string) {
 		if failed = s.completedFailed(); len(failed) > 0 {
 			return true, ""
@@ -400,7 +409,8 @@ func (s *schedule) retryAFailedWorkflow() {
 	if len(failed) == 0 {
 		return
 	}
-	s.send(failed[s.rnd.IntN(len(failed))], v1alpha1.ActionRetry)
+	target := failed[s.rnd.IntN(len(failed))]
+	s.send(target.Name, target.UID, v1alpha1.ActionRetry)
 	s.retriesAtFailed++
 }
 

@@ -11,7 +11,9 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
@@ -23,6 +25,8 @@ import (
 type plan struct {
 	deps        map[string]map[string][]string // workflow name → node name → dependency node names
 	actionKinds map[string]string              // action name → Suspend, Resume, Stop, Terminate, Retry
+	// action name → UID of the workflow it was pinned to, seen completed Failed or Error when the Retry was sent
+	retryTargets map[string]types.UID
 }
 
 // violation is one broken invariant with the evidence.
@@ -62,6 +66,7 @@ func check(h history, p plan, final []*unstructured.Unstructured) []violation {
 	out = append(out, checkI1(versions, resultDone, r)...)
 	out = append(out, checkI2(h, p, resultDone, r)...)
 	out = append(out, checkI3I4(versions, h, p, r)...)
+	out = append(out, checkRetryOrder(h, p)...)
 	out = append(out, checkI5(versions, h, r)...)
 	out = append(out, checkI6(versions, h)...)
 	out = append(out, checkI7(final)...)
@@ -256,6 +261,39 @@ func checkI3I4(versions []version, h history, p plan, r runs) []violation {
 			out = append(out, violation{"I3", fmt.Sprintf("workflow %s rv %d: reopened from %s to %s without a newly recorded Retry (a Retry applied twice, or an effect without its record)",
 				v.wf.Name, v.rv, before.wf.Status.Phase, phaseOrNone(v.wf.Status.Phase))})
 		}
+	}
+	return out
+}
+
+// I3, in order: a Retry sent to a workflow completed Failed or Error applies, unless a Retry before it in the
+// controller's order (creation time, then name) applied to the same workflow first, or the workflow is gone.
+func checkRetryOrder(h history, p plan) []violation {
+	last := map[string]*v1alpha1.WorkflowAction{}
+	for _, a := range h.actions {
+		last[a.Name] = a
+	}
+	var list []*v1alpha1.WorkflowAction
+	for _, a := range last {
+		if p.actionKinds[a.Name] == v1alpha1.ActionRetry {
+			list = append(list, a)
+		}
+	}
+	actions.Sort(list)
+	var out []violation
+	appliedTo := map[string]bool{} // workflow name → an earlier Retry applied
+	for _, a := range list {
+		applied := a.Status.Phase == v1alpha1.PhaseSucceeded
+		uid, targeted := p.retryTargets[a.Name]
+		_, gone := h.deleted[string(uid)]
+		switch {
+		case !targeted || applied:
+		case a.Status.Reason == actions.ReasonWorkflowNotCompleted && appliedTo[a.Spec.WorkflowRef.Name]:
+		case a.Status.Reason == actions.ReasonWorkflowNotFound && gone:
+		default:
+			out = append(out, violation{"I3", fmt.Sprintf("Retry %s sent to workflow %s (%s) completed Failed or Error, with no Retry applied before it, ended %s %s: %s",
+				a.Name, a.Spec.WorkflowRef.Name, uid, a.Status.Phase, a.Status.Reason, a.Status.Message)})
+		}
+		appliedTo[a.Spec.WorkflowRef.Name] = appliedTo[a.Spec.WorkflowRef.Name] || applied
 	}
 	return out
 }

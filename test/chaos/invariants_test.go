@@ -62,6 +62,15 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 	retriedExt := extstatus.Extensions{AppliedActions: retryRecord, RetryCleanupSince: &since}
 	retryPlan := plan{deps: deps.deps, actionKinds: map[string]string{"retry-1": v1alpha1.ActionRetry}}
 	retryDone := action("9", "retry-1", v1alpha1.PhaseSucceeded)
+	// Two Retries sent to a failed workflow in one second: the controller orders them by name.
+	retryAt := func(name string, phase v1alpha1.ActionPhase, reason string) *v1alpha1.WorkflowAction {
+		a := action("9", name, phase)
+		a.Spec = v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: "w", UID: uid}, Action: v1alpha1.ActionRetry}
+		a.Status.Reason = reason
+		return a
+	}
+	twoRetries := plan{actionKinds: map[string]string{"retry-1": v1alpha1.ActionRetry, "retry-2": v1alpha1.ActionRetry},
+		retryTargets: map[string]types.UID{"retry-1": uid, "retry-2": uid}}
 	rerun := func(p *corev1.Pod, podUID string) *corev1.Pod { p.UID = types.UID(podUID); return p }
 	resultOf := func(rvn, id, objUID string) *wfv1.WorkflowTaskResult {
 		r := result(rvn, id, true)
@@ -143,6 +152,12 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 					wfIn("6", wfv1.WorkflowPending, retriedExt), wfIn("8", wfv1.WorkflowRunning, extstatus.Extensions{AppliedActions: retryRecord}, node("a", "w.a", wfv1.NodeRunning))},
 				actions: []*v1alpha1.WorkflowAction{retryDone}},
 			retryPlan, nil, "I5"},
+		{"a second Retry sent to a failed workflow that meets the first one's new run is clean",
+			history{actions: []*v1alpha1.WorkflowAction{retryAt("retry-1", v1alpha1.PhaseSucceeded, "Applied"), retryAt("retry-2", v1alpha1.PhaseFailed, "WorkflowNotCompleted")}},
+			twoRetries, nil, ""},
+		{"a Retry sent to a failed workflow refused with no Retry applied before it breaks I3",
+			history{actions: []*v1alpha1.WorkflowAction{retryAt("retry-1", v1alpha1.PhaseFailed, "WorkflowNotCompleted"), retryAt("retry-2", v1alpha1.PhaseSucceeded, "Applied")}},
+			twoRetries, nil, "I3"},
 		{"status written by another field manager breaks I7",
 			history{}, deps, []*unstructured.Unstructured{func() *unstructured.Unstructured {
 				u := wfAt("9", extstatus.Extensions{})
