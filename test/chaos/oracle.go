@@ -79,6 +79,7 @@ type outcomeReport struct {
 	spurious map[causeClass][]string               // what the failed node's message said → "workflow/node: message"
 	finish   []time.Duration                       // creation to finishedAt, per workflow
 	retried  map[wfv1.WorkflowPhase]int            // final phase of each workflow a Retry ran again
+	rerun    []string                              // per retried workflow: "name retry→finish"
 }
 
 // explain is the oracle (I11: no spurious failure). A workflow is judged on its final run: a Retry reopens
@@ -91,11 +92,15 @@ type outcomeReport struct {
 func explain(versions []version, h history, final []*wfv1.Workflow, fateOfPod func(*corev1.Pod) fate) (outcomeReport, []violation) {
 	r := outcomeReport{expected: map[string]map[wfv1.WorkflowPhase]int{}, spurious: map[causeClass][]string{}, retried: map[wfv1.WorkflowPhase]int{}}
 	runs := runsOf(versions)
-	shutdown := map[string]bool{} // workflow UID → a Stop or Terminate was accepted in its final run
+	shutdown := map[string]bool{}       // workflow UID → a Stop or Terminate was accepted in its final run
+	retriedAt := map[string]time.Time{} // workflow UID → when its final run was reopened
 	for _, v := range versions {
 		uid := string(v.wf.UID)
 		if v.rv >= runs.lastRunStart(uid) && (v.ext.Shutdown != "" || v.wf.Spec.Shutdown != "") {
 			shutdown[uid] = true
+		}
+		if v.rv == runs.lastRunStart(uid) && v.ext.RetryCleanupSince != nil {
+			retriedAt[uid] = v.ext.RetryCleanupSince.Time
 		}
 	}
 	// (workflow UID, node ID) → the fate of the node's pod, of its final run's pods: those created since the
@@ -119,6 +124,9 @@ func explain(versions []version, h history, final []*wfv1.Workflow, fateOfPod fu
 		uid := string(wf.UID)
 		if runs.lastRunStart(uid) > 0 {
 			r.retried[wf.Status.Phase]++
+			if at, ok := retriedAt[uid]; ok && !wf.Status.FinishedAt.IsZero() {
+				r.rerun = append(r.rerun, fmt.Sprintf("%s %s", wf.Name, wf.Status.FinishedAt.Sub(at).Round(100*time.Millisecond)))
+			}
 		}
 		dealtBadly := false
 		for k, f := range fates {
@@ -215,6 +223,10 @@ func (r outcomeReport) String() string {
 	}
 	fmt.Fprintf(&b, "\nretried workflows, judged on their final run: %d (final %s %d, %s %d, %s %d)", n,
 		wfv1.WorkflowSucceeded, r.retried[wfv1.WorkflowSucceeded], wfv1.WorkflowFailed, r.retried[wfv1.WorkflowFailed], wfv1.WorkflowError, r.retried[wfv1.WorkflowError])
+	if len(r.rerun) > 0 {
+		sort.Strings(r.rerun)
+		fmt.Fprintf(&b, "; retry to finish: %s", strings.Join(r.rerun, ", "))
+	}
 	fmt.Fprintf(&b, "\nspurious failures: %d", total)
 	causes := make([]string, 0, len(r.spurious))
 	for c := range r.spurious {
