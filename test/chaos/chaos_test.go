@@ -19,11 +19,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	wfactions "github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/extstatus"
@@ -99,25 +101,14 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	node := harness.StartNode(t, config, simnode.Options{Namespace: ns, Script: behaviour(seed), Seed: int64(seed)})
 	defer node.Stop()
 
-	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}}
+	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}, retryTargets: map[string]types.UID{}}
 	s := &schedule{t: t, ctx: ctx, rnd: rnd, ns: ns, argo: argo, actions: actions, points: points, rec: rec, plan: &p, specs: map[string]*wfv1.Workflow{}}
 	s.run(n)
 
-	// Everything the run started must end: workflows complete, actions terminal, finalizers released.
-	waitUntil(t, ctx, "every workflow to complete", max(5*time.Minute, time.Duration(n)*time.Second), func() (bool, string) {
-		list, err := argo.ArgoprojV1alpha1().Workflows(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var running []string
-		for _, wf := range list.Items {
-			if !wf.Status.Phase.Completed() {
-				running = append(running, wf.Name+"="+string(wf.Status.Phase))
-			}
-		}
-		return len(running) == 0, strings.Join(running, " ")
-	})
-	waitUntil(t, ctx, "every action to finish", time.Minute, func() (bool, string) {
+	// Everything the run started must end: actions terminal, workflows complete (a retried one finished
+	// again), finalizers released. Actions are listed first: once all are terminal no Retry can apply any
+	// more (its effect is written before its outcome), so the workflows listed after are final.
+	waitUntil(t, ctx, "every action to finish and every workflow to complete", max(5*time.Minute, time.Duration(n)*time.Second), func() (bool, string) {
 		list, err := actions.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -128,7 +119,20 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 				pending = append(pending, a.Name)
 			}
 		}
-		return len(pending) == 0, strings.Join(pending, " ")
+		if len(pending) > 0 {
+			return false, "actions " + strings.Join(pending, " ")
+		}
+		wfList, err := argo.ArgoprojV1alpha1().Workflows(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var running []string
+		for _, wf := range wfList.Items {
+			if !wf.Status.Phase.Completed() {
+				running = append(running, wf.Name+"="+string(wf.Status.Phase))
+			}
+		}
+		return len(running) == 0, "workflows " + strings.Join(running, " ")
 	})
 	waitUntil(t, ctx, "no pod to hold the status finalizer (I5: within a sweep period)", 30*time.Second, func() (bool, string) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -166,6 +170,11 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	if len(journal) == 0 || loop.Restarts() == 0 || s.deleted == 0 || len(p.actionKinds) == 0 {
 		t.Errorf("the schedule did not exercise every fault kind (injections %d, restarts %d, deletions %d, actions %d): the run proves less than it claims",
 			len(journal), loop.Restarts(), s.deleted, len(p.actionKinds))
+	}
+	retries := retryOutcomes(h, p)
+	t.Logf("retries: %d sent to a workflow completed Failed or Error, outcomes %v", s.retriesAtFailed, retries)
+	if s.retriesAtFailed > 0 && retries[wfactions.ReasonApplied] == 0 {
+		t.Errorf("no Retry was applied although %d were sent to a workflow completed Failed or Error: the retry path went unexercised", s.retriesAtFailed)
 	}
 	for _, v := range violations {
 		t.Errorf("%s", v)
@@ -218,10 +227,13 @@ type schedule struct {
 	specs   map[string]*wfv1.Workflow
 
 	submitted, deleted, recreated, pauses int
+	retriesAtFailed                       int // Retries sent to a workflow completed Failed or Error
 	names                                 []string
 }
 
-var crashPoints = []string{faultinject.PointAfterWorkflowPersist, faultinject.PointBeforeActionStatus, faultinject.PointBeforeFinalizerRelease}
+// Armed, a crash point fires at its next hit: during-retry-cleanup only once a Retry applies.
+var crashPoints = []string{faultinject.PointAfterWorkflowPersist, faultinject.PointBeforeActionStatus, faultinject.PointBeforeFinalizerRelease,
+	faultinject.PointDuringRetryCleanup}
 
 func (s *schedule) run(n int) {
 	for i := range n {
@@ -252,6 +264,9 @@ func (s *schedule) run(n int) {
 	}
 	if len(s.plan.actionKinds) == 0 {
 		s.actionBurst()
+	}
+	if s.retriesAtFailed == 0 {
+		s.retryAFailedWorkflow()
 	}
 }
 
@@ -301,34 +316,117 @@ func (s *schedule) deleteOne() {
 	}
 }
 
-// actionBurst sends actions to a few random workflows at once: suspend+resume pairs, stops and terminates.
+// actionBurst sends actions to a few random workflows at once: suspend+resume pairs, stops, terminates and
+// retries. A Retry goes mostly to a workflow that has completed Failed or Error, so it really applies (at
+// times followed by a Terminate, which must end the new run), else to a random one, most likely running
+// (WorkflowNotCompleted) or succeeded (NothingToRetry).
 func (s *schedule) actionBurst() {
 	for range 1 + s.rnd.IntN(3) {
 		if len(s.names) == 0 {
 			return
 		}
-		wf := s.names[s.rnd.IntN(len(s.names))]
-		base := fmt.Sprintf("%s-x%d", wf, len(s.plan.actionKinds))
+		wf, uid := s.names[s.rnd.IntN(len(s.names))], types.UID("")
 		var kinds []string
-		switch s.rnd.IntN(4) {
+		switch s.rnd.IntN(6) {
 		case 0, 1:
 			kinds = []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume}
 		case 2:
 			kinds = []string{v1alpha1.ActionStop}
-		default:
+		case 3:
 			kinds = []string{v1alpha1.ActionTerminate}
-		}
-		for i, kind := range kinds {
-			// Names order a pair created within the same second (creationTimestamp ties break by name).
-			name := fmt.Sprintf("%s-%d-%s", base, i+1, strings.ToLower(kind))
-			_, err := s.actions.Create(s.ctx, &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf}, Action: kind}}, metav1.CreateOptions{})
-			if err != nil {
-				s.t.Fatalf("creating action %s: %v", name, err)
+		default:
+			kinds = []string{v1alpha1.ActionRetry}
+			if s.rnd.IntN(4) == 0 {
+				kinds = append(kinds, v1alpha1.ActionTerminate)
 			}
-			s.plan.actionKinds[name] = kind
+			if failed := s.completedFailed(); len(failed) > 0 && s.rnd.IntN(4) != 0 {
+				target := failed[s.rnd.IntN(len(failed))]
+				wf, uid = target.Name, target.UID
+				s.retriesAtFailed++
+			}
+		}
+		s.send(wf, uid, kinds...)
+	}
+}
+
+// send creates the actions on wf, in order; with a uid, pinned to that incarnation of it, and a Retry
+// among them is expected to apply (plan.retryTargets).
+func (s *schedule) send(wf string, uid types.UID, kinds ...string) {
+	base := fmt.Sprintf("%s-x%d", wf, len(s.plan.actionKinds))
+	for i, kind := range kinds {
+		// Names order a pair created within the same second (creationTimestamp ties break by name).
+		name := fmt.Sprintf("%s-%d-%s", base, i+1, strings.ToLower(kind))
+		_, err := s.actions.Create(s.ctx, &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf, UID: uid}, Action: kind}}, metav1.CreateOptions{})
+		if err != nil {
+			s.t.Fatalf("creating action %s: %v", name, err)
+		}
+		s.plan.actionKinds[name] = kind
+		if uid != "" && kind == v1alpha1.ActionRetry {
+			s.plan.retryTargets[name] = uid
 		}
 	}
+}
+
+// completedFailed lists the workflows that completed Failed or Error with a failed pod node: a Retry
+// applies to them.
+func (s *schedule) completedFailed() []metav1.ObjectMeta {
+	list, err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).List(s.ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil // a listing error only makes this burst's Retry a random one
+	}
+	var out []metav1.ObjectMeta
+	for _, wf := range list.Items {
+		if wf.Status.Phase != wfv1.WorkflowFailed && wf.Status.Phase != wfv1.WorkflowError {
+			continue
+		}
+		for _, n := range wf.Status.Nodes {
+			if n.Type == wfv1.NodeTypePod && n.FailedOrError() {
+				out = append(out, metav1.ObjectMeta{Name: wf.Name, UID: wf.UID})
+				break
+			}
+		}
+	}
+	// The seed picks among them, not the list order.
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// retryAFailedWorkflow makes sure the run sends a Retry that applies: it waits for a workflow to complete
+// Failed or Error (none may, if every workflow succeeds) and retries it.
+func (s *schedule) retryAFailedWorkflow() {
+	var failed []metav1.ObjectMeta
+	waitUntil(s.t, s.ctx, "a workflow to complete Failed or Error, or every workflow to complete", 5*time.Minute, func() (bool, string) {
+		if failed = s.completedFailed(); len(failed) > 0 {
+			return true, ""
+		}
+		list, err := s.argo.ArgoprojV1alpha1().Workflows(s.ns).List(s.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.ContainsFunc(list.Items, func(wf wfv1.Workflow) bool { return !wf.Status.Phase.Completed() }), "some still running"
+	})
+	if len(failed) == 0 {
+		return
+	}
+	target := failed[s.rnd.IntN(len(failed))]
+	s.send(target.Name, target.UID, v1alpha1.ActionRetry)
+	s.retriesAtFailed++
+}
+
+// retryOutcomes counts the Retries by their final reason (Applied, WorkflowNotCompleted, NothingToRetry...).
+func retryOutcomes(h history, p plan) map[string]int {
+	last := map[string]*v1alpha1.WorkflowAction{}
+	for _, a := range h.actions {
+		last[a.Name] = a
+	}
+	out := map[string]int{}
+	for name, kind := range p.actionKinds {
+		if a, ok := last[name]; ok && kind == v1alpha1.ActionRetry {
+			out[a.Status.Reason]++
+		}
+	}
+	return out
 }
 
 func waitUntil(t *testing.T, ctx context.Context, what string, timeout time.Duration, cond func() (bool, string)) {

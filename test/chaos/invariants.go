@@ -11,7 +11,9 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
@@ -22,7 +24,9 @@ import (
 // action's kind.
 type plan struct {
 	deps        map[string]map[string][]string // workflow name → node name → dependency node names
-	actionKinds map[string]string              // action name → Suspend, Resume, Stop, Terminate
+	actionKinds map[string]string              // action name → Suspend, Resume, Stop, Terminate, Retry
+	// action name → UID of the workflow it was pinned to, seen completed Failed or Error when the Retry was sent
+	retryTargets map[string]types.UID
 }
 
 // violation is one broken invariant with the evidence.
@@ -58,10 +62,12 @@ func decodeVersions(h history) ([]version, []violation) {
 func check(h history, p plan, final []*unstructured.Unstructured) []violation {
 	versions, out := decodeVersions(h)
 	resultDone := completedResults(h)
-	out = append(out, checkI1(versions, resultDone)...)
-	out = append(out, checkI2(h, p, resultDone)...)
-	out = append(out, checkI3I4(versions, h, p)...)
-	out = append(out, checkI5(versions, h)...)
+	r := runsOf(versions)
+	out = append(out, checkI1(versions, resultDone, r)...)
+	out = append(out, checkI2(h, p, resultDone, r)...)
+	out = append(out, checkI3I4(versions, h, p, r)...)
+	out = append(out, checkRetryOrder(h, p)...)
+	out = append(out, checkI5(versions, h, r)...)
 	out = append(out, checkI6(versions, h)...)
 	out = append(out, checkI7(final)...)
 	out = append(out, checkI8(h)...)
@@ -70,36 +76,40 @@ func check(h history, p plan, final []*unstructured.Unstructured) []violation {
 
 type resultKey struct{ owner, name string }
 
-// completedResults maps (owner UID, result name = node ID) to the revision it was first seen complete.
-func completedResults(h history) map[resultKey]int64 {
-	out := map[resultKey]int64{}
+// completedResults maps (owner UID, result name = node ID) to the revisions at which each result object of
+// that name (a retried node's is a new one) was first seen complete, ascending.
+func completedResults(h history) map[resultKey][]int64 {
+	out := map[resultKey][]int64{}
+	seen := map[string]bool{} // result object UID
 	for _, r := range h.results {
-		if r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+		if r.Labels[common.LabelKeyReportOutputsCompleted] != "true" || seen[string(r.UID)+"/"+r.Name] {
 			continue
 		}
+		seen[string(r.UID)+"/"+r.Name] = true
 		for _, o := range r.OwnerReferences {
 			k := resultKey{string(o.UID), r.Name}
-			if _, seen := out[k]; !seen {
-				out[k] = rv(r.ResourceVersion)
-			}
+			out[k] = append(out[k], rv(r.ResourceVersion))
 		}
 	}
 	return out
 }
 
-// I1: a pod node is Succeeded only if its own complete result was seen before that write.
-func checkI1(versions []version, done map[resultKey]int64) []violation {
+// I1: a pod node is Succeeded only if its own complete result was seen before that write, in the node's
+// current life: a node a Retry removed needs its new run's result, not the previous run's.
+func checkI1(versions []version, done map[resultKey][]int64, r runs) []violation {
 	var out []violation
 	reported := map[string]bool{}
 	for _, v := range versions {
+		uid := string(v.wf.UID)
 		for id, n := range v.wf.Status.Nodes {
 			if n.Type != wfv1.NodeTypePod || n.Phase != wfv1.NodeSucceeded {
 				continue
 			}
-			at, ok := done[resultKey{string(v.wf.UID), id}]
-			if (!ok || at > v.rv) && !reported[id] {
-				reported[id] = true
-				out = append(out, violation{"I1", fmt.Sprintf("workflow %s rv %d: node %s Succeeded before its complete result (seen at %d)", v.wf.Name, v.rv, n.Name, at)})
+			life := r.nodeLife(uid, id, v.rv)
+			if !within(done[resultKey{uid, id}], life, v.rv) && !reported[uid+id] {
+				reported[uid+id] = true
+				out = append(out, violation{"I1", fmt.Sprintf("workflow %s rv %d: node %s Succeeded before its complete result (results complete at %v, node's run since %d)",
+					v.wf.Name, v.rv, n.Name, done[resultKey{uid, id}], life)})
 			}
 		}
 	}
@@ -108,41 +118,52 @@ func checkI1(versions []version, done map[resultKey]int64) []violation {
 
 type podKey struct{ uid, node string }
 
-// I2: a pod is created only after each dependency's pod Succeeded and its result completed.
-func checkI2(h history, p plan, done map[resultKey]int64) []violation {
-	created := map[podKey]*corev1.Pod{}
-	succeeded := map[podKey]int64{}
+// I2: a pod is created only after each dependency's pod Succeeded and its result completed, both in the
+// dependency's current life (a dependency a Retry removed must have succeeded again). Every pod is checked,
+// a retried node's included.
+func checkI2(h history, p plan, done map[resultKey][]int64, r runs) []violation {
+	var created []*corev1.Pod // the first version of each pod
+	seen := map[string]bool{}
+	succeeded := map[podKey][]int64{} // (workflow UID, node name) → rv each pod of it was first seen Succeeded
+	won := map[string]bool{}
 	nodeID := map[podKey]string{}
 	for _, pod := range h.pods {
 		k := podKey{pod.Labels[podspec.LabelWorkflowUID], pod.Annotations[common.AnnotationKeyNodeName]}
-		if _, ok := created[k]; !ok {
-			created[k] = pod
+		if !seen[string(pod.UID)] {
+			seen[string(pod.UID)] = true
+			created = append(created, pod)
 			nodeID[k] = pod.Annotations[common.AnnotationKeyNodeID]
 		}
-		if _, ok := succeeded[k]; !ok && pod.Status.Phase == corev1.PodSucceeded {
-			succeeded[k] = rv(pod.ResourceVersion)
+		if !won[string(pod.UID)] && pod.Status.Phase == corev1.PodSucceeded {
+			won[string(pod.UID)] = true
+			succeeded[k] = append(succeeded[k], rv(pod.ResourceVersion))
 		}
 	}
 	var out []violation
-	for k, pod := range created {
+	for _, pod := range created {
+		k := podKey{pod.Labels[podspec.LabelWorkflowUID], pod.Annotations[common.AnnotationKeyNodeName]}
 		deps := p.deps[pod.Labels[common.LabelKeyWorkflow]][k.node]
 		at := rv(pod.ResourceVersion)
 		for _, d := range deps {
 			dk := podKey{k.uid, d}
-			s, ok := succeeded[dk]
-			r, rok := done[resultKey{k.uid, nodeID[dk]}]
-			if !ok || s > at || !rok || r > at {
-				out = append(out, violation{"I2", fmt.Sprintf("pod %s (%s) created at %d before dependency %s was fulfilled (pod Succeeded %d %v, result complete %d %v)",
-					pod.Name, k.node, at, d, s, ok, r, rok)})
+			life := r.nodeLife(k.uid, nodeID[dk], at)
+			podOK := within(succeeded[dk], life, at)
+			resultOK := within(done[resultKey{k.uid, nodeID[dk]}], life, at)
+			if !podOK || !resultOK {
+				out = append(out, violation{"I2", fmt.Sprintf("pod %s (%s) created at %d before dependency %s was fulfilled (pods Succeeded at %v, results complete at %v, dependency's run since %d)",
+					pod.Name, k.node, at, d, succeeded[dk], done[resultKey{k.uid, nodeID[dk]}], life)})
 			}
 		}
 	}
 	return out
 }
 
-// I3 and I4: every action ends in exactly one terminal phase and keeps it; its write-ahead record appears
-// in one contiguous run of workflow versions, and the version that first records it carries its effect.
-func checkI3I4(versions []version, h history, p plan) []violation {
+// I3 and I4: every action ends in exactly one terminal phase and keeps it, the one its write-ahead record
+// holds; the record appears in one contiguous run of workflow versions, and the version that first records
+// it carries its effect. A Retry's effect is a completed Failed or Error workflow put back to Pending with
+// its cleanup open; a workflow reopens after completion only in the write that records a Retry (applied at
+// most once: a replay is no second reopening).
+func checkI3I4(versions []version, h history, p plan, r runs) []violation {
 	var out []violation
 	terminal := map[string]v1alpha1.ActionPhase{}
 	last := map[string]*v1alpha1.WorkflowAction{}
@@ -163,6 +184,18 @@ func checkI3I4(versions []version, h history, p plan) []violation {
 			out = append(out, violation{"I3", fmt.Sprintf("action %s never reached a terminal phase (last %v)", name, phaseOf(a))})
 		}
 	}
+	recorded := map[string]string{} // action name → the outcome its record holds
+	for _, v := range versions {
+		for _, rec := range v.ext.AppliedActions {
+			recorded[rec.Name] = rec.Outcome
+		}
+	}
+	for name, outcome := range recorded {
+		if a, ok := terminal[name]; ok && string(a) != outcome {
+			out = append(out, violation{"I3", fmt.Sprintf("action %s reported %s but its record says %s", name, a, outcome)})
+		}
+	}
+	prev := map[string]version{}
 	// Per workflow UID, walk versions in order and track when each record is present.
 	type span struct {
 		present, ended bool
@@ -195,11 +228,21 @@ func checkI3I4(versions []version, h history, p plan) []violation {
 				s.present, s.ended = false, true
 			}
 		}
+		before, seenBefore := prev[uid]
+		prev[uid] = v
+		retried := false
 		for i, rec := range firstHere {
 			if rec.Outcome != string(v1alpha1.PhaseSucceeded) {
 				continue
 			}
 			switch p.actionKinds[rec.Name] {
+			case v1alpha1.ActionRetry:
+				retried = true
+				wasFailed := seenBefore && (before.wf.Status.Phase == wfv1.WorkflowFailed || before.wf.Status.Phase == wfv1.WorkflowError)
+				if !wasFailed || v.wf.Status.Phase != wfv1.WorkflowPending || v.ext.RetryCleanupSince == nil {
+					out = append(out, violation{"I4", fmt.Sprintf("workflow %s rv %d: %s recorded applied with the workflow %s (cleanup since %v), from %s",
+						v.wf.Name, v.rv, rec.Name, v.wf.Status.Phase, v.ext.RetryCleanupSince, phaseBefore(before, seenBefore))})
+				}
 			case v1alpha1.ActionStop, v1alpha1.ActionTerminate:
 				if v.ext.Shutdown == "" && v.wf.Spec.Shutdown == "" {
 					out = append(out, violation{"I4", fmt.Sprintf("workflow %s rv %d: %s recorded without its shutdown", v.wf.Name, v.rv, rec.Name)})
@@ -214,8 +257,59 @@ func checkI3I4(versions []version, h history, p plan) []violation {
 				}
 			}
 		}
+		if !retried && slices.Contains(r.starts[uid], v.rv) {
+			out = append(out, violation{"I3", fmt.Sprintf("workflow %s rv %d: reopened from %s to %s without a newly recorded Retry (a Retry applied twice, or an effect without its record)",
+				v.wf.Name, v.rv, before.wf.Status.Phase, phaseOrNone(v.wf.Status.Phase))})
+		}
 	}
 	return out
+}
+
+// I3, in order: a Retry sent to a workflow completed Failed or Error applies, unless a Retry before it in the
+// controller's order (creation time, then name) applied to the same workflow first, or the workflow is gone.
+func checkRetryOrder(h history, p plan) []violation {
+	last := map[string]*v1alpha1.WorkflowAction{}
+	for _, a := range h.actions {
+		last[a.Name] = a
+	}
+	var list []*v1alpha1.WorkflowAction
+	for _, a := range last {
+		if p.actionKinds[a.Name] == v1alpha1.ActionRetry {
+			list = append(list, a)
+		}
+	}
+	actions.Sort(list)
+	var out []violation
+	appliedTo := map[string]bool{} // workflow name → an earlier Retry applied
+	for _, a := range list {
+		applied := a.Status.Phase == v1alpha1.PhaseSucceeded
+		uid, targeted := p.retryTargets[a.Name]
+		_, gone := h.deleted[string(uid)]
+		switch {
+		case !targeted || applied:
+		case a.Status.Reason == actions.ReasonWorkflowNotCompleted && appliedTo[a.Spec.WorkflowRef.Name]:
+		case a.Status.Reason == actions.ReasonWorkflowNotFound && gone:
+		default:
+			out = append(out, violation{"I3", fmt.Sprintf("Retry %s sent to workflow %s (%s) completed Failed or Error, with no Retry applied before it, ended %s %s: %s",
+				a.Name, a.Spec.WorkflowRef.Name, uid, a.Status.Phase, a.Status.Reason, a.Status.Message)})
+		}
+		appliedTo[a.Spec.WorkflowRef.Name] = appliedTo[a.Spec.WorkflowRef.Name] || applied
+	}
+	return out
+}
+
+func phaseBefore(before version, seen bool) string {
+	if !seen {
+		return "no earlier version"
+	}
+	return string(phaseOrNone(before.wf.Status.Phase))
+}
+
+func phaseOrNone(p wfv1.WorkflowPhase) wfv1.WorkflowPhase {
+	if p == "" {
+		return "(none)"
+	}
+	return p
 }
 
 func phaseOf(a *v1alpha1.WorkflowAction) string {
@@ -226,15 +320,20 @@ func phaseOf(a *v1alpha1.WorkflowAction) string {
 }
 
 // I5: a pod loses the status finalizer only after its node's final state is stored (or its workflow is
-// completed or gone).
-func checkI5(versions []version, h history) []violation {
+// completed or gone), in the pod's own run: a retried node's new pod is not vouched for by the previous
+// run's completion.
+func checkI5(versions []version, h history, r runs) []violation {
 	byUID := map[string][]version{}
 	for _, v := range versions {
 		byUID[string(v.wf.UID)] = append(byUID[string(v.wf.UID)], v)
 	}
 	had := map[string]bool{}
+	created := map[string]int64{} // pod UID → rv of its first version
 	var out []violation
 	for _, pod := range h.pods {
+		if _, ok := created[string(pod.UID)]; !ok {
+			created[string(pod.UID)] = rv(pod.ResourceVersion)
+		}
 		holds := slices.Contains(pod.Finalizers, podfinalizer.Finalizer)
 		if holds {
 			had[string(pod.UID)] = true
@@ -250,10 +349,14 @@ func checkI5(versions []version, h history) []violation {
 			continue
 		}
 		id := pod.Annotations[common.AnnotationKeyNodeID]
+		run := r.runStart(uid, created[string(pod.UID)])
 		ok := false
 		for _, v := range byUID[uid] {
 			if v.rv >= at {
 				break
+			}
+			if v.rv < run {
+				continue
 			}
 			if n, found := v.wf.Status.Nodes[id]; v.wf.Status.Phase.Completed() || (found && n.Fulfilled()) {
 				ok = true

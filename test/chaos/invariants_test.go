@@ -49,6 +49,34 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 		return &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rvn}, Status: v1alpha1.WorkflowActionStatus{Phase: phase}}
 	}
 	deps := plan{deps: map[string]map[string][]string{"w": {"w.b": {"w.a"}}}, actionKinds: map[string]string{}}
+	// A retried workflow: completed Failed at rv 4, reopened by retry-1 at rv 6 (its nodes run again).
+	wfIn := func(rvn string, phase wfv1.WorkflowPhase, ext extstatus.Extensions, nodes ...wfv1.NodeStatus) *unstructured.Unstructured {
+		u := wfAt(rvn, ext, nodes...)
+		if err := unstructured.SetNestedField(u.Object, string(phase), "status", "phase"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	since := metav1.Now()
+	retryRecord := []extstatus.AppliedAction{{UID: "r1", Name: "retry-1", Outcome: "Succeeded"}}
+	retriedExt := extstatus.Extensions{AppliedActions: retryRecord, RetryCleanupSince: &since}
+	retryPlan := plan{deps: deps.deps, actionKinds: map[string]string{"retry-1": v1alpha1.ActionRetry}}
+	retryDone := action("9", "retry-1", v1alpha1.PhaseSucceeded)
+	// Two Retries sent to a failed workflow in one second: the controller orders them by name.
+	retryAt := func(name string, phase v1alpha1.ActionPhase, reason string) *v1alpha1.WorkflowAction {
+		a := action("9", name, phase)
+		a.Spec = v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: "w", UID: uid}, Action: v1alpha1.ActionRetry}
+		a.Status.Reason = reason
+		return a
+	}
+	twoRetries := plan{actionKinds: map[string]string{"retry-1": v1alpha1.ActionRetry, "retry-2": v1alpha1.ActionRetry},
+		retryTargets: map[string]types.UID{"retry-1": uid, "retry-2": uid}}
+	rerun := func(p *corev1.Pod, podUID string) *corev1.Pod { p.UID = types.UID(podUID); return p }
+	resultOf := func(rvn, id, objUID string) *wfv1.WorkflowTaskResult {
+		r := result(rvn, id, true)
+		r.UID = types.UID(objUID)
+		return r
+	}
 	cases := []struct {
 		sentence string
 		h        history
@@ -81,6 +109,55 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 				workflows: []*unstructured.Unstructured{wfAt("4", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeRunning)), wfAt("6", extstatus.Extensions{}, node("a", "w.a", wfv1.NodeSucceeded))},
 				results:   []*wfv1.WorkflowTaskResult{result("2", "a", true)}},
 			deps, nil, "I5"},
+		{"a Retry recorded in the write that puts the Failed workflow back to Pending with its cleanup open is clean",
+			history{workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+				wfIn("6", wfv1.WorkflowPending, retriedExt)}, actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, ""},
+		{"a Retry recorded while the workflow stays Failed breaks I4",
+			history{workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+				wfIn("6", wfv1.WorkflowFailed, extstatus.Extensions{AppliedActions: retryRecord}, node("a", "w.a", wfv1.NodeFailed))}, actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, "I4"},
+		{"a workflow reopened a second time under the same Retry's record breaks I3",
+			history{workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+				wfIn("6", wfv1.WorkflowPending, retriedExt), wfIn("7", wfv1.WorkflowFailed, retriedExt, node("a", "w.a", wfv1.NodeFailed)),
+				wfIn("8", wfv1.WorkflowPending, retriedExt)}, actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, "I3"},
+		{"a Retry reported Failed whose record says it was applied breaks I3",
+			history{workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+				wfIn("6", wfv1.WorkflowPending, retriedExt)}, actions: []*v1alpha1.WorkflowAction{action("9", "retry-1", v1alpha1.PhaseFailed)}},
+			retryPlan, nil, "I3"},
+		{"a retried node Succeeded on the previous run's result breaks I1",
+			history{results: []*wfv1.WorkflowTaskResult{resultOf("3", "a", "r-old")},
+				workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+					wfIn("6", wfv1.WorkflowPending, retriedExt), wfIn("8", wfv1.WorkflowRunning, extstatus.Extensions{AppliedActions: retryRecord}, node("a", "w.a", wfv1.NodeSucceeded))},
+				actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, "I1"},
+		{"a retried node Succeeded on its new run's result is clean",
+			history{results: []*wfv1.WorkflowTaskResult{resultOf("3", "a", "r-old"), resultOf("7", "a", "r-new")},
+				workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+					wfIn("6", wfv1.WorkflowPending, retriedExt), wfIn("8", wfv1.WorkflowRunning, extstatus.Extensions{AppliedActions: retryRecord}, node("a", "w.a", wfv1.NodeSucceeded))},
+				actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, ""},
+		{"a successor's new pod created on its removed dependency's previous success breaks I2",
+			history{pods: []*corev1.Pod{pod("2", "pa", "w.a", "a", corev1.PodSucceeded), pod("3", "pb", "w.b", "b", corev1.PodFailed),
+				rerun(pod("8", "pb", "w.b", "b", corev1.PodPending), "p-pb-2")},
+				results: []*wfv1.WorkflowTaskResult{resultOf("2", "a", "r-a")},
+				workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeSucceeded), node("b", "w.b", wfv1.NodeFailed)),
+					wfIn("6", wfv1.WorkflowPending, retriedExt)}, actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, "I2"},
+		{"a retried node's new pod released on the previous run's completion breaks I5",
+			history{pods: []*corev1.Pod{rerun(pod("7", "pa", "w.a", "a", corev1.PodSucceeded, podfinalizer.Finalizer), "p-pa-2"), rerun(pod("9", "pa", "w.a", "a", corev1.PodSucceeded), "p-pa-2")},
+				results: []*wfv1.WorkflowTaskResult{resultOf("7", "a", "r-new")},
+				workflows: []*unstructured.Unstructured{wfIn("4", wfv1.WorkflowFailed, extstatus.Extensions{}, node("a", "w.a", wfv1.NodeFailed)),
+					wfIn("6", wfv1.WorkflowPending, retriedExt), wfIn("8", wfv1.WorkflowRunning, extstatus.Extensions{AppliedActions: retryRecord}, node("a", "w.a", wfv1.NodeRunning))},
+				actions: []*v1alpha1.WorkflowAction{retryDone}},
+			retryPlan, nil, "I5"},
+		{"a second Retry sent to a failed workflow that meets the first one's new run is clean",
+			history{actions: []*v1alpha1.WorkflowAction{retryAt("retry-1", v1alpha1.PhaseSucceeded, "Applied"), retryAt("retry-2", v1alpha1.PhaseFailed, "WorkflowNotCompleted")}},
+			twoRetries, nil, ""},
+		{"a Retry sent to a failed workflow refused with no Retry applied before it breaks I3",
+			history{actions: []*v1alpha1.WorkflowAction{retryAt("retry-1", v1alpha1.PhaseFailed, "WorkflowNotCompleted"), retryAt("retry-2", v1alpha1.PhaseSucceeded, "Applied")}},
+			twoRetries, nil, "I3"},
 		{"status written by another field manager breaks I7",
 			history{}, deps, []*unstructured.Unstructured{func() *unstructured.Unstructured {
 				u := wfAt("9", extstatus.Extensions{})

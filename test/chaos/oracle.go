@@ -78,30 +78,56 @@ type outcomeReport struct {
 	expected map[string]map[wfv1.WorkflowPhase]int // "Succeeded" or "Failed or Error" → final phase → count
 	spurious map[causeClass][]string               // what the failed node's message said → "workflow/node: message"
 	finish   []time.Duration                       // creation to finishedAt, per workflow
+	retried  map[wfv1.WorkflowPhase]int            // final phase of each workflow a Retry ran again
+	rerun    []string                              // per retried workflow: "name retry→finish"
 }
 
-// explain is the oracle (I11: no spurious failure). A workflow is expected to Succeed unless a pod of its
-// was dealt an unsurvivable fate or a Stop or Terminate was applied to it; every Failed or Error pod node
-// must be explained by its own pod's fate or by the shutdown, and say so in its message. Everything else the
-// run dealt (API errors, late, dropped or stale informer events, restarts, worker pauses) is survivable.
+// explain is the oracle (I11: no spurious failure). A workflow is judged on its final run: a Retry reopens
+// a completed workflow, and only what happened since (the pods it ran or kept, a Stop or Terminate applied
+// to the new run) explains how it ended; a shutdown of the first run explains nothing about the second. A
+// workflow is expected to Succeed unless a pod of its final run was dealt an unsurvivable fate or a Stop or
+// Terminate was applied to that run; every Failed or Error pod node must be explained by its own pod's fate
+// or by the shutdown, and say so in its message. Everything else the run dealt (API errors, late, dropped or
+// stale informer events, restarts, worker pauses, the retry's cleanup) is survivable.
 func explain(versions []version, h history, final []*wfv1.Workflow, fateOfPod func(*corev1.Pod) fate) (outcomeReport, []violation) {
-	r := outcomeReport{expected: map[string]map[wfv1.WorkflowPhase]int{}, spurious: map[causeClass][]string{}}
-	shutdown := map[string]bool{} // workflow UID → a Stop or Terminate was accepted
+	r := outcomeReport{expected: map[string]map[wfv1.WorkflowPhase]int{}, spurious: map[causeClass][]string{}, retried: map[wfv1.WorkflowPhase]int{}}
+	runs := runsOf(versions)
+	shutdown := map[string]bool{}       // workflow UID → a Stop or Terminate was accepted in its final run
+	retriedAt := map[string]time.Time{} // workflow UID → when its final run was reopened
 	for _, v := range versions {
-		if v.ext.Shutdown != "" || v.wf.Spec.Shutdown != "" {
-			shutdown[string(v.wf.UID)] = true
+		uid := string(v.wf.UID)
+		if v.rv >= runs.lastRunStart(uid) && (v.ext.Shutdown != "" || v.wf.Spec.Shutdown != "") {
+			shutdown[uid] = true
+		}
+		if v.rv == runs.lastRunStart(uid) && v.ext.RetryCleanupSince != nil {
+			retriedAt[uid] = v.ext.RetryCleanupSince.Time
 		}
 	}
-	fates := map[podKey]fate{} // (workflow UID, node ID) → the fate of the node's pod
+	// (workflow UID, node ID) → the fate of the node's pod, of its final run's pods: those created since the
+	// final run began, or whose node the final run kept. A node's pods share their name, hence their fate.
+	fates := map[podKey]fate{}
+	finalNodes := map[podKey]bool{}
+	for _, wf := range final {
+		for id := range wf.Status.Nodes {
+			finalNodes[podKey{string(wf.UID), id}] = true
+		}
+	}
 	for _, pod := range h.pods {
 		k := podKey{pod.Labels[podspec.LabelWorkflowUID], pod.Annotations[common.AnnotationKeyNodeID]}
-		if _, seen := fates[k]; !seen {
-			fates[k] = fateOfPod(pod)
+		if _, seen := fates[k]; seen || (rv(pod.ResourceVersion) < runs.lastRunStart(k.uid) && !finalNodes[k]) {
+			continue
 		}
+		fates[k] = fateOfPod(pod)
 	}
 	var out []violation
 	for _, wf := range final {
 		uid := string(wf.UID)
+		if runs.lastRunStart(uid) > 0 {
+			r.retried[wf.Status.Phase]++
+			if at, ok := retriedAt[uid]; ok && !wf.Status.FinishedAt.IsZero() {
+				r.rerun = append(r.rerun, fmt.Sprintf("%s %s", wf.Name, wf.Status.FinishedAt.Sub(at).Round(100*time.Millisecond)))
+			}
+		}
 		dealtBadly := false
 		for k, f := range fates {
 			if k.uid == uid && !f.survivable() {
@@ -191,6 +217,16 @@ func (r outcomeReport) String() string {
 	for _, list := range r.spurious {
 		total += len(list)
 	}
+	n := 0
+	for _, c := range r.retried {
+		n += c
+	}
+	fmt.Fprintf(&b, "\nretried workflows, judged on their final run: %d (final %s %d, %s %d, %s %d)", n,
+		wfv1.WorkflowSucceeded, r.retried[wfv1.WorkflowSucceeded], wfv1.WorkflowFailed, r.retried[wfv1.WorkflowFailed], wfv1.WorkflowError, r.retried[wfv1.WorkflowError])
+	if len(r.rerun) > 0 {
+		sort.Strings(r.rerun)
+		fmt.Fprintf(&b, "; retry to finish: %s", strings.Join(r.rerun, ", "))
+	}
 	fmt.Fprintf(&b, "\nspurious failures: %d", total)
 	causes := make([]string, 0, len(r.spurious))
 	for c := range r.spurious {
@@ -206,7 +242,7 @@ func (r outcomeReport) String() string {
 		at := func(q float64) time.Duration {
 			return d[min(len(d)-1, int(q*float64(len(d))))].Round(100 * time.Millisecond)
 		}
-		fmt.Fprintf(&b, "\ntime to finish: p50 %s, p95 %s, max %s", at(0.5), at(0.95), d[len(d)-1].Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "\ntime to finish (a retried workflow's from its creation): p50 %s, p95 %s, max %s", at(0.5), at(0.95), d[len(d)-1].Round(100*time.Millisecond))
 	}
 	return b.String()
 }

@@ -32,6 +32,11 @@ func TestTheOracleFlagsEverySpuriousFailure(t *testing.T) {
 			Labels: map[string]string{podspec.LabelWorkflowUID: uid}, Annotations: map[string]string{common.AnnotationKeyNodeID: id}}}
 	}
 	stopped := version{wf: &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{UID: uid}}, ext: extstatus.Extensions{Shutdown: wfv1.ShutdownStrategyStop}}
+	at := func(rv int64, phase wfv1.WorkflowPhase, shutdown wfv1.ShutdownStrategy) version {
+		return version{rv: rv, wf: &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: wfv1.WorkflowStatus{Phase: phase}}, ext: extstatus.Extensions{Shutdown: shutdown}}
+	}
+	// Stopped, ended Failed, then retried (Pending at rv 6).
+	stoppedThenRetried := []version{at(3, wfv1.WorkflowRunning, wfv1.ShutdownStrategyStop), at(4, wfv1.WorkflowFailed, wfv1.ShutdownStrategyStop), at(6, wfv1.WorkflowPending, "")}
 	cases := []struct {
 		sentence string
 		fates    map[string]fate // pod name → fate
@@ -55,6 +60,13 @@ func TestTheOracleFlagsEverySpuriousFailure(t *testing.T) {
 			map[string]fate{"w-step-a": fateHealthy}, nil, wf(wfv1.WorkflowError, "", node("a", wfv1.NodeError, "injected fault: 500")), causeUnclassed},
 		{"a Stop explains a failed node whose pod was healthy",
 			map[string]fate{"w-step-a": fateHealthy}, []version{stopped}, wf(wfv1.WorkflowFailed, "Stopped with strategy 'Stop'", node("a", wfv1.NodeFailed, "Stopped with strategy 'Stop'")), ""},
+		{"a Stop of the first run does not explain a failure of the run a Retry started",
+			map[string]fate{"w-step-a": fateHealthy}, stoppedThenRetried, wf(wfv1.WorkflowFailed, "Stopped with strategy 'Stop'", node("a", wfv1.NodeFailed, "Stopped with strategy 'Stop'")), causeShutdown},
+		{"a Stop of the run a Retry started explains its failed node",
+			map[string]fate{"w-step-a": fateHealthy}, append(stoppedThenRetried, at(8, wfv1.WorkflowRunning, wfv1.ShutdownStrategyStop)),
+			wf(wfv1.WorkflowFailed, "Stopped with strategy 'Stop'", node("a", wfv1.NodeFailed, "Stopped with strategy 'Stop'")), ""},
+		{"a retried node that failed again on its own pod's fate is explained",
+			map[string]fate{"w-step-a": fateExitCode}, stoppedThenRetried, wf(wfv1.WorkflowFailed, "", node("a", wfv1.NodeFailed, "main: Error (exit code 1)")), ""},
 		{"a workflow that failed with no failed pod node and no shutdown is spurious",
 			map[string]fate{"w-step-a": fateHealthy}, nil, wf(wfv1.WorkflowError, "injected fault: 409", node("a", wfv1.NodeSucceeded, "")), causeUnclassed},
 	}
