@@ -50,7 +50,7 @@ func (e *env) controllerOptions(o envOptions) controller.Options {
 		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(e.t), Hooks: o.hooks,
 		WrapListWatch: o.wrap, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
-		MaxWorkflowSize: o.maxSize,
+		MaxWorkflowSize: o.maxSize, WrapHandler: o.wrapHandler, OrphanSweepInterval: o.sweep,
 	}
 }
 
@@ -70,6 +70,10 @@ type envOptions struct {
 	oldPodWait time.Duration
 	// maxSize is the MaxWorkflowSize (0: the default).
 	maxSize int
+	// wrapHandler wraps the informers' event handlers (nil: none).
+	wrapHandler func(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler
+	// sweep is the OrphanSweepInterval (0: the default).
+	sweep time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
