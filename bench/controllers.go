@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,7 +44,9 @@ type process struct {
 	proc  *controlplane.Process
 	stopF func() error
 	proxy *apiProxy
-	calls *callCounter
+	// proxyLog holds the proxy's errors (e.g. argo's exec into pods, an upgrade it does not forward).
+	proxyLog *os.File
+	calls    *callCounter
 	// metricsURL is the controller's /metrics ("" when it serves none).
 	metricsURL string
 }
@@ -58,20 +62,28 @@ type processOptions struct {
 // kubeconfig points at a fresh proxy, so every API call it makes is counted.
 func (e *env) startController(ctx context.Context, name, ns string, o processOptions) (*process, error) {
 	p := &process{name: name, calls: newCallCounter()}
-	var err error
-	if p.proxy, err = startProxy(e.config, p.calls, proxyOptions{DelayResults: o.delayResults}); err != nil {
+	proxyLog, err := os.Create(filepath.Join(e.tmp, ns+"-"+name+"-proxy.log"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the proxy's log: %w", err)
+	}
+	p.proxyLog = proxyLog
+	if p.proxy, err = startProxy(e.config, p.calls, proxyOptions{DelayResults: o.delayResults, ErrorLog: log.New(proxyLog, "", log.LstdFlags)}); err != nil {
+		_ = proxyLog.Close()
+		return nil, err
+	}
+	abort := func(err error) (*process, error) {
+		p.proxy.close()
+		_ = p.proxyLog.Close()
 		return nil, err
 	}
 	kubeconfig := filepath.Join(e.tmp, ns+"-"+name+".kubeconfig")
 	if err := writeKubeconfig(kubeconfig, p.proxy.URL(), ns); err != nil {
-		p.proxy.close()
-		return nil, err
+		return abort(err)
 	}
 	logPath := filepath.Join(e.tmp, ns+"-"+name+".log")
 	port, err := freePort()
 	if err != nil {
-		p.proxy.close()
-		return nil, err
+		return abort(err)
 	}
 	switch name {
 	case ControllerWFGuard:
@@ -80,8 +92,7 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 			Args: []string{"--metrics-port=" + strconv.Itoa(port), "--status-coalesce-window=" + e.opts.CoalesceWindow.String(),
 				"--orphan-sweep-interval=1m", "--log-level=warn"}})
 		if err != nil {
-			p.proxy.close()
-			return nil, err
+			return abort(err)
 		}
 		p.proc, p.stopF = proc, func() error { return proc.Stop(30 * time.Second) }
 		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
@@ -95,13 +106,11 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 			ExecutorImage: e.image, Workers: e.opts.Workers, QPS: float32(e.opts.QPS), Burst: e.opts.Burst, LogPath: logPath, ConfigData: config,
 			Env: []string{common.EnvVarPodStatusCaptureFinalizer + "=true"}})
 		if err != nil {
-			p.proxy.close()
-			return nil, err
+			return abort(err)
 		}
 		p.proc, p.stopF = oracle.Process, oracle.Stop
 	default:
-		p.proxy.close()
-		return nil, fmt.Errorf("unknown controller %q", name)
+		return abort(fmt.Errorf("unknown controller %q", name))
 	}
 	return p, nil
 }
@@ -110,6 +119,7 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 func (p *process) stop() error {
 	err := p.stopF()
 	p.proxy.close()
+	_ = p.proxyLog.Close()
 	if err != nil {
 		return fmt.Errorf("stopping %s: %w", p.name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -36,6 +37,9 @@ type proxyOptions struct {
 	// DelayResults delays every event of a workflowtaskresults watch by this much (0: none).
 	DelayResults time.Duration
 	Clock        clock.Clock
+	// ErrorLog receives the proxy's errors, e.g. an exec's SPDY upgrade it cannot forward over HTTP/2
+	// (nil: the standard logger).
+	ErrorLog *log.Logger
 }
 
 // startProxy listens on a free port of 127.0.0.1 and forwards to upstream's API server.
@@ -82,16 +86,20 @@ func newProxyHandler(upstream *rest.Config, calls *callCounter, o proxyOptions) 
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = target.Host
+			if o.DelayResults > 0 && delayed(r.In) {
+				// The delay reads the events: let the transport ask for and undo any compression itself.
+				r.Out.Header.Del("Accept-Encoding")
+			}
 		},
 		Transport: transport,
+		ErrorLog:  o.ErrorLog,
 		// Watches stream: every write is flushed at once.
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			if o.DelayResults <= 0 || resp.StatusCode != http.StatusOK {
 				return nil
 			}
-			call := faultinject.RequestAttributes(resp.Request)
-			if call["verb"] != "watch" || call["resource"] != "workflowtaskresults" {
+			if !delayed(resp.Request) {
 				return nil
 			}
 			initial := resp.Request.URL.Query().Get("sendInitialEvents") == "true"
@@ -103,6 +111,12 @@ func newProxyHandler(upstream *rest.Config, calls *callCounter, o proxyOptions) 
 		calls.count(req)
 		rp.ServeHTTP(w, req)
 	}), nil
+}
+
+// delayed reports whether req is a watch whose events the late-results scenario delays.
+func delayed(req *http.Request) bool {
+	call := faultinject.RequestAttributes(req)
+	return call["verb"] == "watch" && call["resource"] == "workflowtaskresults"
 }
 
 // writeKubeconfig writes a kubeconfig that points a controller at the proxy, without credentials.

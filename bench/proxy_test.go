@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,16 +35,25 @@ func newUpstreamAPI(t *testing.T) *upstreamAPI {
 			fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
 			return
 		}
+		// As the API server may, compress the stream for a client that accepts it.
+		var out io.Writer = w
+		flush := w.(http.Flusher).Flush
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			defer gz.Close()
+			out, flush = gz, func() { _ = gz.Flush(); w.(http.Flusher).Flush() }
+		}
 		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
+		flush()
 		for {
 			select {
 			case ev, ok := <-u.events:
 				if !ok {
 					return
 				}
-				fmt.Fprintln(w, ev)
-				w.(http.Flusher).Flush()
+				fmt.Fprintln(out, ev)
+				flush()
 			case <-r.Context().Done():
 				return
 			}
@@ -124,6 +134,49 @@ func TestTheProxyStreamsAWatchEventBeforeTheStreamEnds(t *testing.T) {
 	}
 	if got := calls.snapshot(1, 1); len(got) != 1 || got[0].Call != "watch pods" || got[0].Total != 1 {
 		t.Errorf("a watch counts once, when opened: %+v", got)
+	}
+}
+
+func TestTheProxyDelaysATaskResultWatchEventByEventEvenWhenTheClientAcceptsGzip(t *testing.T) {
+	u := newUpstreamAPI(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	p, _ := startTestProxy(t, u, proxyOptions{DelayResults: 30 * time.Second, Clock: clk})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/apis/argoproj.io/v1alpha1/namespaces/ns/workflowtaskresults?watch=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip") // as a Go client's transport asks for it
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = gz
+	}
+	out := delayedReader(body)
+	u.events <- strings.TrimSpace(event("ADDED", "r1"))
+	waitFor(t, clk.HasWaiters) // the event is held
+	select {
+	case got := <-out:
+		t.Fatalf("released before its time: %q", got)
+	default:
+	}
+	clk.Step(30 * time.Second)
+	select {
+	case got := <-out:
+		if got != "ADDED r1" {
+			t.Errorf("released %q, want ADDED r1", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event was not released after the delay")
 	}
 }
 
