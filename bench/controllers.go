@@ -13,6 +13,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/wfguard/wfguard/compat"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
@@ -187,6 +189,15 @@ func (e *env) warmUp(ctx context.Context, p *process, obs *observer) error {
 	}
 	if err := obs.waitReleased(waitCtx); err != nil {
 		return p.failed(fmt.Errorf("warming up: %w", err))
+	}
+	if p.name == ControllerWFGuard {
+		// The release's watch event can beat the PATCH response wfguard counts it from: wait for the count,
+		// so the warm-up's release is not taken for the run's.
+		if err := wait.PollUntilContextTimeout(waitCtx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			return p.counters(ctx)["wfguard_pod_finalizers_released_total"] >= 1, nil
+		}); err != nil {
+			return p.failed(fmt.Errorf("warming up: waiting for wfguard to count the warm-up pod's release: %w", err))
+		}
 	}
 	p.calls.reset()
 	return nil
