@@ -19,7 +19,8 @@ import (
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
-// Options size the scenarios. Defaults fit a 2-core machine in well under 15 minutes.
+// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores, most of
+// it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at most every 10 s by default).
 type Options struct {
 	ControlPlane controlplane.Options
 	// Controllers are the controllers under test (ControllerWFGuard, ControllerArgo), each run as its own
