@@ -72,9 +72,9 @@ up: tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	bin/wfguard up
 
-## bench: measure the controller against DESIGN.md's targets (~10 min on 2 cores); report in bench/results/
+## bench: measure wfguard and stock argo (each its own process) against DESIGN.md's targets; report in bench/results/
 BENCH_FLAGS ?=
-bench: tools
+bench: tools argo-tools
 	$(GO) build -o bin/wfguard ./cmd/wfguard
 	$(GO) build -o bin/wfguard-bench ./cmd/wfguard-bench
 	bin/wfguard-bench $(BENCH_FLAGS)

@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,23 +18,51 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
 
-// ActionsResult is WorkflowAction latency, create → terminal phase, with all actions of a kind at once.
+// ActionsResult is suspend and resume latency with all requests of a kind at once, measured to two points:
+// Returned, when the client's call returns (wfguard: the WorkflowAction reached a terminal phase, where
+// `wfguard action` returns; argo: argo's CLI code, workflow/util's SuspendWorkflow or ResumeWorkflow in
+// bin/argo-client, exited), and Visible, when the bench's watch sees spec.suspend change in the workflow.
 type ActionsResult struct {
-	Concurrent int       `json:"concurrent"`
-	Suspend    Latencies `json:"suspend"`
-	Resume     Latencies `json:"resume"`
-	All        Latencies `json:"all"`
-	Failed     int       `json:"failed"`
+	Concurrent int `json:"concurrent"`
+	// How says what the client does and when it returns.
+	How            string    `json:"how"`
+	Suspend        Latencies `json:"suspend"`
+	Resume         Latencies `json:"resume"`
+	All            Latencies `json:"all"`
+	SuspendVisible Latencies `json:"suspendVisible"`
+	ResumeVisible  Latencies `json:"resumeVisible"`
+	AllVisible     Latencies `json:"allVisible"`
+	Failed         int       `json:"failed"`
 }
 
+const (
+	howWFGuard = "WorkflowAction create → terminal phase"
+	howArgo    = "argo's CLI code (workflow/util) → process exit"
+)
+
 func (e *env) actions(ctx context.Context, report *Report) error {
-	ns, err := e.namespace(ctx, "bench-actions")
+	report.Actions = map[string]*ActionsResult{}
+	return e.eachController(func(c string) error {
+		res, err := e.actionsOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		report.Actions[c] = res
+		return nil
+	})
+}
+
+// requester sends one suspend or resume for a workflow and returns once the client would.
+type requester func(ctx context.Context, workflow, kind string) (failed bool, err error)
+
+func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
+	ns, err := e.namespace(ctx, "bench-actions-"+c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	obs, err := startObserver(ctx, e.kube, e.argo, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer obs.close()
 	hold := make(chan struct{})
@@ -43,21 +74,41 @@ func (e *env) actions(ctx context.Context, report *Report) error {
 	}()
 	script := stepScript()
 	script.Default.Hold = hold
-	r, err := e.start(ctx, runOptions{ns: ns, script: script})
+	node, err := e.startNode(ctx, ns, script)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = r.stop() }()
-	client, err := v1alpha1.NewForConfig(e.config)
+	defer node.Stop()
+	p, err := e.startController(ctx, c, ns, processOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	actionsNS := client.Namespace(ns)
-	terminal, stopWatch, err := watchTerminal(ctx, actionsNS)
-	if err != nil {
-		return err
+	defer func() { _ = p.stop() }()
+	// The warm-up pod is held too, so it finishes at the end with the others.
+	warm := chainWorkflow("warmup", 1)
+	if err := createAll(ctx, e.argo, ns, []*wfv1.Workflow{warm}); err != nil {
+		return nil, err
 	}
-	defer stopWatch()
+
+	res := &ActionsResult{Concurrent: e.opts.Actions}
+	var send requester
+	switch c {
+	case ControllerWFGuard:
+		res.How = howWFGuard
+		client, err := v1alpha1.NewForConfig(e.config)
+		if err != nil {
+			return nil, err
+		}
+		terminal, stopWatch, err := watchTerminal(ctx, client.Namespace(ns))
+		if err != nil {
+			return nil, err
+		}
+		defer stopWatch()
+		send = wfguardRequester(client.Namespace(ns), terminal)
+	case ControllerArgo:
+		res.How = howArgo
+		send = e.argoRequester(ns)
+	}
 
 	n := e.opts.Actions
 	var wfs []*wfv1.Workflow
@@ -65,93 +116,125 @@ func (e *env) actions(ctx context.Context, report *Report) error {
 		wfs = append(wfs, chainWorkflow(fmt.Sprintf("held-%03d", i), 1))
 	}
 	if err := createAll(ctx, e.argo, ns, wfs); err != nil {
-		return err
+		return nil, err
 	}
 	podsCtx, cancelPods := context.WithTimeout(ctx, 2*time.Minute)
-	err = obs.waitRunning(podsCtx, n)
+	err = obs.waitRunning(podsCtx, n+1) // with the warm-up's
 	cancelPods()
 	if err != nil {
-		return err
+		return nil, p.failed(err)
 	}
-	res := &ActionsResult{Concurrent: n}
-	var all []time.Duration
+	var all, allVisible []time.Duration
 	for _, kind := range []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume} {
-		sample, failed, err := burst(ctx, actionsNS, terminal, wfs, kind)
+		returned, visible, failed, err := burst(ctx, obs, send, wfs, kind)
 		if err != nil {
-			return err
+			return nil, p.failed(err)
 		}
 		res.Failed += failed
-		all = append(all, sample...)
+		all, allVisible = append(all, returned...), append(allVisible, visible...)
 		if kind == v1alpha1.ActionSuspend {
-			res.Suspend = summarize(sample)
+			res.Suspend, res.SuspendVisible = summarize(returned), summarize(visible)
 		} else {
-			res.Resume = summarize(sample)
+			res.Resume, res.ResumeVisible = summarize(returned), summarize(visible)
 		}
 	}
-	res.All = summarize(all)
+	res.All, res.AllVisible = summarize(all), summarize(allVisible)
 	close(hold)
 	released = true
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := obs.waitWorkflows(waitCtx, names(wfs)); err != nil {
-		return err
+	if err := obs.waitWorkflows(waitCtx, append(names(wfs), warm.Name)); err != nil {
+		return nil, p.failed(err)
 	}
 	if err := allSucceeded(obs, names(wfs)); err != nil {
-		return err
+		return nil, err
 	}
-	report.Actions = res
-	return nil
+	return res, nil
 }
 
-// burst creates one action of kind per workflow, all at once, and measures each create → terminal.
-func burst(ctx context.Context, client *v1alpha1.NamespacedClient, terminal *terminalTimes, wfs []*wfv1.Workflow, kind string) ([]time.Duration, int, error) {
-	type sent struct {
-		name  string
-		start time.Time
-	}
-	out := make([]sent, len(wfs))
-	var wg sync.WaitGroup
+// burst sends one request of kind per workflow, all at once, and measures each to the client's return and
+// to the change seen in the workflow.
+func burst(ctx context.Context, obs *observer, send requester, wfs []*wfv1.Workflow, kind string) (returned, visible []time.Duration, failed int, err error) {
+	starts := make([]time.Time, len(wfs))
+	returned = make([]time.Duration, len(wfs))
+	failures := make([]bool, len(wfs))
 	errs := make([]error, len(wfs))
+	var wg sync.WaitGroup
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for i, wf := range wfs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			start := time.Now()
-			a, err := client.Create(ctx, &v1alpha1.WorkflowAction{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: wf.Name + "-"},
-				Spec:       v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: wf.Name}, Action: kind},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				errs[i] = fmt.Errorf("creating %s action for %s: %w", kind, wf.Name, err)
-				return
-			}
-			out[i] = sent{name: a.Name, start: start}
+			starts[i] = time.Now()
+			failures[i], errs[i] = send(waitCtx, wf.Name, kind)
+			returned[i] = time.Since(starts[i])
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, 0, err
-		}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, 0, err
 	}
-	var sample []time.Duration
-	failed := 0
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for _, s := range out {
-		at, phase, err := terminal.wait(waitCtx, s.name)
-		if err != nil {
-			if a, gerr := client.Get(ctx, s.name, metav1.GetOptions{}); gerr == nil {
-				return nil, 0, fmt.Errorf("%w (on the server: status %+v, resourceVersion %s, managed by %v)", err, a.Status, a.ResourceVersion, managers(a))
-			}
-			return nil, 0, err
-		}
-		if phase != v1alpha1.PhaseSucceeded {
+	for _, f := range failures {
+		if f {
 			failed++
 		}
-		sample = append(sample, at.Sub(s.start))
 	}
-	return sample, failed, nil
+	// A failed request changes nothing to wait for.
+	var changed []string
+	for i, wf := range wfs {
+		if !failures[i] {
+			changed = append(changed, wf.Name)
+		}
+	}
+	seen, err := obs.waitSuspendState(waitCtx, changed, kind == v1alpha1.ActionResume)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	for i, wf := range wfs {
+		if at, ok := seen[wf.Name]; ok {
+			visible = append(visible, at.Sub(starts[i]))
+		}
+	}
+	return returned, visible, failed, nil
+}
+
+// wfguardRequester creates a WorkflowAction and returns when it reaches a terminal phase.
+func wfguardRequester(client *v1alpha1.NamespacedClient, terminal *terminalTimes) requester {
+	return func(ctx context.Context, workflow, kind string) (bool, error) {
+		a, err := client.Create(ctx, &v1alpha1.WorkflowAction{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: workflow + "-"},
+			Spec:       v1alpha1.WorkflowActionSpec{WorkflowRef: v1alpha1.WorkflowRef{Name: workflow}, Action: kind},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("creating %s action for %s: %w", kind, workflow, err)
+		}
+		_, phase, err := terminal.wait(ctx, a.Name)
+		if err != nil {
+			if got, gerr := client.Get(context.WithoutCancel(ctx), a.Name, metav1.GetOptions{}); gerr == nil {
+				return false, fmt.Errorf("%w (on the server: status %+v, resourceVersion %s, managed by %v)", err, got.Status, got.ResourceVersion, managers(got))
+			}
+			return false, err
+		}
+		return phase != v1alpha1.PhaseSucceeded, nil
+	}
+}
+
+// argoRequester runs argo's own CLI code (bin/argo-client) as a user would run `argo suspend|resume`.
+func (e *env) argoRequester(ns string) requester {
+	bin := filepath.Join(e.root, "bin", "argo-client")
+	return func(ctx context.Context, workflow, kind string) (bool, error) {
+		op := map[string]string{v1alpha1.ActionSuspend: "suspend", v1alpha1.ActionResume: "resume"}[kind]
+		out, err := exec.CommandContext(ctx, bin, "--kubeconfig", e.cp.Kubeconfig, "-n", ns, op, workflow).CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return true, nil // argo's client refused or failed: a failed request, as a user would see it
+		}
+		if err != nil {
+			return false, fmt.Errorf("running %s %s %s: %w\n%s", bin, op, workflow, err, out)
+		}
+		return false, nil
+	}
 }
 
 // terminalTimes records when each action was first seen in a terminal phase.

@@ -5,29 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"strings"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
-	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/sandbox"
+	"github.com/wfguard/wfguard/compat"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
-// Options size the scenarios. Defaults fit a 2-core machine in well under 15 minutes.
+// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores, most of
+// it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at most every 10 s by default).
 type Options struct {
 	ControlPlane controlplane.Options
-	// Workers of the controller under test (the binary's default is 32).
-	Workers int
+	// Controllers are the controllers under test (ControllerWFGuard, ControllerArgo), each run as its own
+	// process on the same workloads with the same workers, QPS and burst.
+	Controllers []string
+	// Workers, QPS and Burst of the controllers under test (--workflow-workers, --qps, --burst).
+	Workers, QPS, Burst int
 	// CoalesceWindow is the controller's StatusCoalesceWindow (the binary's default is 1s).
 	CoalesceWindow time.Duration
 
@@ -40,20 +40,24 @@ type Options struct {
 	LateResultWorkflows         int // throughput under a delayed task-result informer
 	LateResultDelay             time.Duration
 	MemoryWorkflows             int
-	// ControllerBinary is the wfguard binary the memory scenario runs as its own process ("" skips it,
-	// reported as not run).
+	// ControllerBinary is the wfguard binary (`wfguard controller` is run as its own process).
 	ControllerBinary string
+	// Root is the wfguard module root: argo's CRDs (config/crd/argo) and bin/workflow-controller live there.
+	// Default: the module holding the working directory.
+	Root string
 	// Only, when non-empty, runs just the named scenarios (latency, throughput, actions, orphans,
 	// lateresults, memory).
 	Only []string
 
-	Logger   *slog.Logger
+	// LogDir keeps the controllers' logs and kubeconfigs ("" : a temp dir removed at the end).
+	LogDir string
+
 	Progress io.Writer
 }
 
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
-	return Options{Workers: 32, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
+	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
 		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, MemoryWorkflows: 10000}
 }
@@ -92,6 +96,9 @@ func (o *Options) progressf(format string, args ...any) {
 // env is the control plane shared by the scenarios; each scenario uses its own namespace.
 type env struct {
 	opts   Options
+	root   string // the module root
+	image  string // the executor image both controllers name in pods
+	tmp    string // kubeconfigs and logs of the controllers
 	cp     *controlplane.ControlPlane
 	config *rest.Config
 	kube   kubernetes.Interface
@@ -100,8 +107,33 @@ type env struct {
 
 // Run starts an embedded control plane, runs the scenarios and returns the report.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if len(opts.Controllers) == 0 {
+		return nil, errors.New("no controller to measure")
+	}
+	for _, c := range opts.Controllers {
+		if !IsController(c) {
+			return nil, fmt.Errorf("unknown controller %q", c)
+		}
+	}
+	if opts.Root == "" {
+		root, err := controlplane.ModuleRoot(".")
+		if err != nil {
+			return nil, err
+		}
+		opts.Root = root
+	}
+	image, err := compat.ExecutorImage(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	tmp := opts.LogDir
+	if tmp == "" {
+		if tmp, err = os.MkdirTemp("", "wfguard-bench-"); err != nil {
+			return nil, fmt.Errorf("creating the bench's temp dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+	} else if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", tmp, err)
 	}
 	opts.progressf("bench: starting the embedded control plane")
 	cp, err := controlplane.Start(ctx, opts.ControlPlane)
@@ -109,9 +141,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
-	e := &env{opts: opts, cp: cp, config: cp.Config()}
+	e := &env{opts: opts, root: opts.Root, image: image, tmp: tmp, cp: cp, config: cp.Config()}
 	e.kube = kubernetes.NewForConfigOrDie(e.config)
 	e.argo = versioned.NewForConfigOrDie(e.config)
+	if e.runs(ControllerArgo) {
+		if err := controlplane.InstallCRDs(ctx, e.config, filepath.Join(opts.Root, "config", "crd", "argo"), time.Minute); err != nil {
+			return nil, fmt.Errorf("installing argo's CRDs: %w", err)
+		}
+	}
 	report := newReport(opts)
 	type scenario struct {
 		name string
@@ -140,104 +177,27 @@ func (e *env) namespace(ctx context.Context, prefix string) (string, error) {
 	return controlplane.CreateNamespace(ctx, e.config, prefix)
 }
 
-// running is an in-process controller and simulated node working one namespace.
-type running struct {
-	ctrl     *sandbox.Controller
-	registry *prometheus.Registry
-	node     *simnode.Node
+// startNode starts the simulated node on a namespace; it runs the pods of either controller.
+func (e *env) startNode(ctx context.Context, ns string, script simnode.Script) (*simnode.Node, error) {
+	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: e.config, Namespace: ns, Script: script, Logf: func(string, ...any) {}})
 }
 
-type runOptions struct {
-	ns           string
-	config       *rest.Config // the controller's (possibly counted) config
-	script       simnode.Script
-	wrap         func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
-	noNode       bool
-	noController bool
-}
-
-func (e *env) start(ctx context.Context, o runOptions) (*running, error) {
-	if o.config == nil {
-		o.config = e.config
-	}
-	r := &running{registry: prometheus.NewRegistry()}
-	runCtx := context.WithoutCancel(ctx)
-	var err error
-	if !o.noController {
-		r.ctrl, err = sandbox.StartController(runCtx, o.config, controller.Options{Namespace: o.ns, Workers: e.opts.Workers, StatusFinalizer: true,
-			Validate: controller.ArgoValidator(e.argo), Logger: e.opts.Logger, Registry: r.registry, WrapListWatch: o.wrap,
-			OrphanSweepInterval: time.Minute, StatusCoalesceWindow: e.opts.CoalesceWindow})
-		if err != nil {
-			return nil, err
+// eachController runs f for every controller of the run, in order.
+func (e *env) eachController(f func(name string) error) error {
+	for _, c := range e.opts.Controllers {
+		e.opts.progressf("bench:   %s", c)
+		if err := f(c); err != nil {
+			return fmt.Errorf("%s: %w", c, err)
 		}
-	}
-	if !o.noNode {
-		r.node, err = simnode.Start(runCtx, simnode.Options{Config: e.config, Namespace: o.ns, Script: o.script, Logf: func(string, ...any) {}})
-		if err != nil {
-			_ = r.stop()
-			return nil, err
-		}
-	}
-	return r, nil
-}
-
-// waitSynced waits until the controller's caches are synced, so runs do not measure start-up.
-func (r *running) waitSynced(ctx context.Context) error {
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return r.ctrl.Ready(), nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the controller's caches: %w", err)
 	}
 	return nil
 }
 
-func (r *running) stop() error {
-	if r.node != nil {
-		r.node.Stop()
-	}
-	if r.ctrl == nil {
-		return nil
-	}
-	if err := r.ctrl.Stop(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
-
-// counter sums a counter family of the controller's registry over all label values.
-func (r *running) counter(name string) float64 {
-	sum := 0.0
-	for key, v := range r.counters() {
-		if key == name || strings.HasPrefix(key, name+"{") {
-			sum += v
+func (e *env) runs(name string) bool {
+	for _, c := range e.opts.Controllers {
+		if c == name {
+			return true
 		}
 	}
-	return sum
-}
-
-// counters returns every wfguard counter of the controller by name and labels, for the report.
-func (r *running) counters() map[string]float64 {
-	out := map[string]float64{}
-	families, err := r.registry.Gather()
-	if err != nil {
-		return out
-	}
-	for _, f := range families {
-		if f.GetType() != dto.MetricType_COUNTER {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			out[key] = m.GetCounter().GetValue()
-		}
-	}
-	return out
+	return false
 }

@@ -18,9 +18,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// A tiny run keeps `make bench` honest: every scenario runs end to end and its counts add up. No figure
-// is asserted against a threshold here; that is the report's job.
-func TestASmallRunReportsEveryScenarioWithCountsThatAddUp(t *testing.T) {
+// A tiny run keeps `make bench` honest: every scenario runs end to end for both controllers, each as its own
+// process, and the counts add up. No figure is asserted against a threshold here; that is the report's job.
+// Stock argo reconciles a workflow at most every 10 s (its DEFAULT_REQUEUE_TIME), so the sizes are minimal.
+func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *testing.T) {
 	root, err := controlplane.ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
@@ -31,38 +32,54 @@ func TestASmallRunReportsEveryScenarioWithCountsThatAddUp(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building wfguard: %v\n%s", err, out)
 	}
-	o := Options{Workers: 4, LatencyChains: 2, ChainLength: 3, LatencyFanOuts: 1, FanOutWidth: 3,
-		ThroughputWorkflows: 3, ThroughputNodes: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
+	o := Options{Controllers: Controllers, Workers: 4, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 1, ChainLength: 3,
+		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
 		LateResultDelay: 3 * time.Second, MemoryWorkflows: 40, ControllerBinary: binary, Progress: testWriter{t}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if r.Latency == nil || r.Throughput == nil || r.Actions == nil || r.Orphans == nil || r.LateResults == nil || r.Memory == nil {
+	if r.Throughput == nil || r.Orphans == nil {
 		t.Fatalf("a scenario is missing from the report: %+v", r)
 	}
-	t.Run("every successor pod has a latency sample", func(t *testing.T) {
-		if want := 2*(3-1) + 3; r.Latency.All.Count != want || r.Latency.Chain.Count != 4 || r.Latency.FanOut.Count != 3 {
-			t.Errorf("latency samples: all %d chain %d fan-out %d, want %d/4/3", r.Latency.All.Count, r.Latency.Chain.Count, r.Latency.FanOut.Count, want)
+	for _, c := range Controllers {
+		if r.Latency[c] == nil || r.Throughput.Controllers[c] == nil || r.Actions[c] == nil || r.LateResults[c] == nil || r.Memory[c] == nil {
+			t.Fatalf("a scenario of %s is missing from the report: %+v", c, r)
+		}
+	}
+	t.Run("every successor pod has a latency sample, under either controller", func(t *testing.T) {
+		for _, c := range Controllers {
+			l := r.Latency[c]
+			if l.All.Count != 4 || l.Chain.Count != 2 || l.FanOut.Count != 2 {
+				t.Errorf("%s latency samples: all %d chain %d fan-out %d, want 4/2/2", c, l.All.Count, l.Chain.Count, l.FanOut.Count)
+			}
 		}
 	})
-	t.Run("the controller creates each pod once and releases it once, with no cache bypass", func(t *testing.T) {
+	t.Run("wfguard creates each pod once and releases it once, with no cache bypass", func(t *testing.T) {
+		w := r.Throughput.Controllers[ControllerWFGuard]
 		for counter, want := range map[string]float64{"wfguard_pods_created_total": 6, "wfguard_pod_finalizers_released_total{reason=persisted}": 6} {
-			if got := r.Throughput.Controller.Counters[counter]; got != want {
-				t.Errorf("controller %s = %v, want %v", counter, got, want)
+			if got := w.Counters[counter]; got != want {
+				t.Errorf("wfguard %s = %v, want %v", counter, got, want)
 			}
 		}
-		// On the wire there is at least one request per pod (more if the API server throttled and client-go retried).
-		for _, call := range []string{"create pods", "patch pods"} {
-			if got := total(r.Throughput.Controller.Calls, call); got < 6 {
-				t.Errorf("%s on the wire = %d, want at least 6", call, got)
-			}
+		if w.DirectReads == nil || *w.DirectReads != 0 {
+			t.Errorf("direct task-result reads without faults = %v, want 0", w.DirectReads)
 		}
-		if r.Throughput.DirectReads != 0 {
-			t.Errorf("direct task-result reads without faults = %v, want 0", r.Throughput.DirectReads)
+	})
+	t.Run("the proxy counts at least one pod create and one finalizer patch per pod for either controller", func(t *testing.T) {
+		// More if the API server throttled and client-go retried.
+		for _, c := range Controllers {
+			for _, call := range []string{"create pods", "patch pods"} {
+				if got := total(r.Throughput.Controllers[c].Calls, call); got < 6 {
+					t.Errorf("%s: %s on the wire = %d, want at least 6", c, call, got)
+				}
+			}
+			if cpu := r.Throughput.Controllers[c].CPUSeconds; cpu <= 0 {
+				t.Errorf("%s used %v CPU seconds over the throughput run", c, cpu)
+			}
 		}
 	})
 	t.Run("the raw client does exactly the minimum writes", func(t *testing.T) {
@@ -71,25 +88,35 @@ func TestASmallRunReportsEveryScenarioWithCountsThatAddUp(t *testing.T) {
 			t.Errorf("raw writes per pod = %v, want %v (calls %+v)", got, want, r.Throughput.Raw.Calls)
 		}
 	})
-	t.Run("both action kinds finish for every workflow", func(t *testing.T) {
-		if r.Actions.Suspend.Count != 3 || r.Actions.Resume.Count != 3 || r.Actions.Failed != 0 {
-			t.Errorf("actions: %+v", r.Actions)
+	t.Run("both request kinds finish and show in every workflow, under either controller", func(t *testing.T) {
+		for _, c := range Controllers {
+			a := r.Actions[c]
+			if a.Suspend.Count != 3 || a.Resume.Count != 3 || a.SuspendVisible.Count != 3 || a.ResumeVisible.Count != 3 || a.Failed != 0 {
+				t.Errorf("%s actions: %+v", c, a)
+			}
 		}
 	})
-	t.Run("late results lose no output and are read past the cache", func(t *testing.T) {
-		if r.LateResults.SucceededWithoutOutputs != 0 {
-			t.Errorf("%d nodes succeeded without outputs", r.LateResults.SucceededWithoutOutputs)
+	t.Run("late results lose no output under wfguard, which reads past the delayed cache", func(t *testing.T) {
+		l := r.LateResults[ControllerWFGuard]
+		if l.SucceededWithoutOutputs != 0 {
+			t.Errorf("%d nodes succeeded without outputs", l.SucceededWithoutOutputs)
 		}
-		if r.LateResults.DirectReadsPerPod <= 0 {
+		if l.DirectReadsPerPod == nil || *l.DirectReadsPerPod <= 0 {
 			t.Errorf("no direct reads under a %s result delay", o.LateResultDelay)
 		}
-	})
-	t.Run("the memory scenario measures the controller process", func(t *testing.T) {
-		if r.Memory.LoadedHeapInuseBytes <= 0 || r.Memory.LoadedRSSBytes <= 0 || r.Memory.BaselineHeapInuseBytes <= 0 {
-			t.Errorf("memory: %+v", r.Memory)
+		if got := r.LateResults[ControllerArgo].Run.Phases; len(got) == 0 {
+			t.Errorf("argo's late-results run has no final phases")
 		}
 	})
-	t.Run("every target gets a verdict from this run and the report prints them", func(t *testing.T) {
+	t.Run("the memory scenario measures each controller's process", func(t *testing.T) {
+		for _, c := range Controllers {
+			m := r.Memory[c]
+			if m.LoadedHeapInuseBytes <= 0 || m.LoadedRSSBytes <= 0 || m.BaselineHeapInuseBytes <= 0 || m.BaselineRSSBytes <= 0 {
+				t.Errorf("%s memory: %+v", c, m)
+			}
+		}
+	})
+	t.Run("every target gets a verdict from this run for wfguard, and the report prints them", func(t *testing.T) {
 		if len(r.Targets) != 7 {
 			t.Errorf("targets: %d, want 7", len(r.Targets))
 		}
@@ -104,7 +131,7 @@ func TestASmallRunReportsEveryScenarioWithCountsThatAddUp(t *testing.T) {
 			}
 		}
 		var js bytes.Buffer
-		if err := r.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"targets"`) {
+		if err := r.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"targets"`) || !strings.Contains(js.String(), `"comparison"`) {
 			t.Errorf("JSON report: %v\n%s", err, js.String())
 		}
 	})

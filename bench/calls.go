@@ -31,12 +31,24 @@ type countingTransport struct {
 }
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.c.count(req)
+	return t.next.RoundTrip(req)
+}
+
+// count records one request under its verb and resource.
+func (c *callCounter) count(req *http.Request) {
 	call := faultinject.RequestAttributes(req)
 	key := call["verb"] + " " + call["resource"]
-	t.c.mu.Lock()
-	t.c.counts[key]++
-	t.c.mu.Unlock()
-	return t.next.RoundTrip(req)
+	c.mu.Lock()
+	c.counts[key]++
+	c.mu.Unlock()
+}
+
+// reset forgets the counts so far (a warm-up's).
+func (c *callCounter) reset() {
+	c.mu.Lock()
+	c.counts = map[string]int{}
+	c.mu.Unlock()
 }
 
 // APICall is one verb+resource count.

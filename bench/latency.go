@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -19,20 +20,40 @@ type LatencyResult struct {
 // latency runs chains and fan-outs one workflow at a time, so the figure is the pipeline's own delay
 // rather than queueing behind other workflows (throughput measures that).
 func (e *env) latency(ctx context.Context, report *Report) error {
-	ns, err := e.namespace(ctx, "bench-latency")
+	report.Latency = map[string]*LatencyResult{}
+	return e.eachController(func(c string) error {
+		res, err := e.latencyOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		report.Latency[c] = res
+		return nil
+	})
+}
+
+func (e *env) latencyOf(ctx context.Context, c string) (*LatencyResult, error) {
+	ns, err := e.namespace(ctx, "bench-latency-"+c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	obs, err := startObserver(ctx, e.kube, e.argo, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer obs.close()
-	r, err := e.start(ctx, runOptions{ns: ns, script: stepScript()})
+	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = r.stop() }()
+	defer node.Stop()
+	p, err := e.startController(ctx, c, ns, processOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = p.stop() }()
+	if err := e.warmUp(ctx, p, obs); err != nil {
+		return nil, err
+	}
 
 	var chains, fanOuts []*wfv1.Workflow
 	for i := range e.opts.LatencyChains {
@@ -43,32 +64,31 @@ func (e *env) latency(ctx context.Context, report *Report) error {
 	}
 	for _, wf := range append(append([]*wfv1.Workflow{}, chains...), fanOuts...) {
 		if _, err := e.argo.ArgoprojV1alpha1().Workflows(ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("submitting %s: %w", wf.Name, err)
+			return nil, fmt.Errorf("submitting %s: %w", wf.Name, err)
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err := obs.waitWorkflows(waitCtx, []string{wf.Name})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("workflow %s: %w", wf.Name, err)
+			return nil, p.failed(fmt.Errorf("workflow %s: %w", wf.Name, err))
 		}
 	}
 	if err := allSucceeded(obs, names(chains), names(fanOuts)); err != nil {
-		return err
+		return nil, err
 	}
 	isChain := func(n string) (string, bool) {
 		p, ok := predecessor(n)
-		return p, ok && len(n) > 6 && n[:6] == "chain-"
+		return p, ok && strings.HasPrefix(n, "chain-")
 	}
 	isFanOut := func(n string) (string, bool) {
 		p, ok := predecessor(n)
-		return p, ok && len(n) > 7 && n[:7] == "fanout-"
+		return p, ok && strings.HasPrefix(n, "fanout-")
 	}
-	report.Latency = &LatencyResult{
+	return &LatencyResult{
 		Chain:  summarize(obs.schedulingLatencies(isChain)),
 		FanOut: summarize(obs.schedulingLatencies(isFanOut)),
 		All:    summarize(obs.schedulingLatencies(predecessor)),
-	}
-	return nil
+	}, nil
 }
 
 func names(wfs []*wfv1.Workflow) []string {

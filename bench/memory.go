@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +21,9 @@ import (
 // MemoryResult is the controller process's memory with its caches full of workflows.
 type MemoryResult struct {
 	Workflows int `json:"workflows"`
-	// Baseline is with an empty namespace, Loaded with every workflow cached and reconciled once.
+	// Baseline is after a one-pod warm-up in an otherwise empty namespace; Loaded with every workflow
+	// cached (wfguard: reconciled once) and the RSS settled. Heap is go_memstats_heap_inuse_bytes from the
+	// controller's /metrics (0 when it serves none); RSS is VmRSS from /proc/<pid>/status.
 	BaselineHeapInuseBytes float64 `json:"baselineHeapInuseBytes"`
 	BaselineRSSBytes       float64 `json:"baselineRSSBytes"`
 	LoadedHeapInuseBytes   float64 `json:"loadedHeapInuseBytes"`
@@ -32,58 +32,102 @@ type MemoryResult struct {
 	HeapBytesPerWorkflow float64 `json:"heapBytesPerWorkflow"`
 }
 
-// memory runs the wfguard binary as its own process, so heap and RSS are the controller's alone.
+// memory runs each controller on a namespace that fills with completed workflows.
 func (e *env) memory(ctx context.Context, report *Report) error {
-	if e.opts.ControllerBinary == "" {
+	report.Memory = map[string]*MemoryResult{}
+	return e.eachController(func(c string) error {
+		res, err := e.memoryOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		report.Memory[c] = res
 		return nil
-	}
-	ns, err := e.namespace(ctx, "bench-memory")
-	if err != nil {
-		return err
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	ctrlCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := exec.CommandContext(ctrlCtx, e.opts.ControllerBinary, "controller", "--kubeconfig", e.cp.Kubeconfig,
-		"--namespaced", "--managed-namespace", ns, "--leader-elect=false", "--metrics-port", strconv.Itoa(port),
-		"--health-port", "0", "--qps", "500", "--burst", "1000", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", e.opts.ControllerBinary, err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	})
+}
 
+func (e *env) memoryOf(ctx context.Context, c string) (*MemoryResult, error) {
+	ns, err := e.namespace(ctx, "bench-memory-"+c)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := startObserver(ctx, e.kube, e.argo, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer obs.close()
+	node, err := e.startNode(ctx, ns, stepScript())
+	if err != nil {
+		return nil, err
+	}
+	defer node.Stop()
+	p, err := e.startController(ctx, c, ns, processOptions{metrics: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = p.stop() }()
+	if err := e.warmUp(ctx, p, obs); err != nil {
+		return nil, err
+	}
 	res := &MemoryResult{Workflows: e.opts.MemoryWorkflows}
-	var m map[string]float64
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err = scrape(ctx, url)
-		return err == nil && m["go_memstats_heap_inuse_bytes"] > 0, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for the controller's metrics at %s: %w", url, err)
+	if res.BaselineHeapInuseBytes, res.BaselineRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+		return nil, err
 	}
-	res.BaselineHeapInuseBytes, res.BaselineRSSBytes = m["go_memstats_heap_inuse_bytes"], m["process_resident_memory_bytes"]
-
 	if err := e.createCompleted(ctx, ns, res.Workflows); err != nil {
-		return err
+		return nil, err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err = scrape(ctx, url)
-		return err == nil && m["wfguard_reconcile_total"] >= float64(res.Workflows), nil
-	}); err != nil {
-		return fmt.Errorf("waiting for the controller to reconcile %d workflows (last: %v): %w", res.Workflows, m["wfguard_reconcile_total"], err)
+	if c == ControllerWFGuard {
+		var m map[string]float64
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+			m, err = p.metrics(ctx)
+			return err == nil && m["wfguard_reconcile_total"] >= float64(res.Workflows), nil
+		}); err != nil {
+			return nil, p.failed(fmt.Errorf("waiting for the controller to reconcile %d workflows (last: %v): %w", res.Workflows, m["wfguard_reconcile_total"], err))
+		}
 	}
-	res.LoadedHeapInuseBytes, res.LoadedRSSBytes = m["go_memstats_heap_inuse_bytes"], m["process_resident_memory_bytes"]
-	if res.Workflows > 0 {
+	// Argo does not reconcile completed workflows (they are only cached), so for both the end of the
+	// load is when the RSS stops growing.
+	if res.LoadedHeapInuseBytes, res.LoadedRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+		return nil, err
+	}
+	if res.Workflows > 0 && res.BaselineHeapInuseBytes > 0 {
 		res.HeapBytesPerWorkflow = (res.LoadedHeapInuseBytes - res.BaselineHeapInuseBytes) / float64(res.Workflows)
 	}
-	report.Memory = res
-	return nil
+	return res, nil
+}
+
+// settledMemory samples the controller's RSS every second until three samples in a row are within 1% of
+// each other (at most two minutes), then returns its heap in use (0 without /metrics) and that RSS.
+func (e *env) settledMemory(ctx context.Context, p *process) (heap, rss float64, err error) {
+	var last []float64
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		r, err := p.rss()
+		if err != nil {
+			return false, err
+		}
+		last = append(last, r)
+		return settled(last, 3, 0.01), nil
+	})
+	if err != nil {
+		return 0, 0, p.failed(fmt.Errorf("waiting for the RSS to settle (samples %v): %w", last, err))
+	}
+	rss = last[len(last)-1]
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return 0, 0, p.failed(fmt.Errorf("scraping %s: %w", p.metricsURL, err))
+	}
+	return m["go_memstats_heap_inuse_bytes"], rss, nil
+}
+
+// settled reports whether the last n samples lie within the fraction tol of their maximum.
+func settled(samples []float64, n int, tol float64) bool {
+	if len(samples) < n {
+		return false
+	}
+	lo, hi := samples[len(samples)-n], samples[len(samples)-n]
+	for _, s := range samples[len(samples)-n:] {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	return hi-lo <= tol*hi
 }
 
 // createCompleted stores k finished three-node workflows, the shape a busy namespace keeps for days.
@@ -107,7 +151,8 @@ func (e *env) createCompleted(ctx context.Context, ns string, k int) error {
 	})
 }
 
-// scrape reads a Prometheus text exposition and sums each metric over its label sets.
+// scrape reads a Prometheus text exposition: each metric summed over its label sets by name, and each
+// labelled series by name{label=value,...}, without quotes.
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -134,12 +179,13 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 			continue
 		}
 		name := line[:space]
-		if brace := strings.IndexByte(name, '{'); brace >= 0 {
-			name = name[:brace]
-		}
 		v, err := strconv.ParseFloat(line[space+1:], 64)
 		if err != nil {
 			continue
+		}
+		if brace := strings.IndexByte(name, '{'); brace >= 0 {
+			out[strings.ReplaceAll(name, `"`, "")] = v // e.g. wfguard_pods_created_total{phase=x}
+			name = name[:brace]
 		}
 		out[name] += v
 	}

@@ -34,14 +34,17 @@ type observer struct {
 	holding    map[string]bool          // node ID → its pod holds the status finalizer
 	wfDone     map[string]time.Time     // workflow name → completed seen
 	wfPhase    map[string]wfv1.WorkflowPhase
-	changed    chan struct{}
-	stop       context.CancelFunc
-	wg         sync.WaitGroup
+	// suspended and resumed: when spec.suspend was first seen set, and then first seen unset again.
+	suspended, resumed map[string]time.Time
+	changed            chan struct{}
+	stop               context.CancelFunc
+	wg                 sync.WaitGroup
 }
 
 func startObserver(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, ns string) (*observer, error) {
 	o := &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
-		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{}, changed: make(chan struct{}, 1)}
+		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{},
+		suspended: map[string]time.Time{}, resumed: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	ctx, o.stop = context.WithCancel(ctx)
 	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -199,6 +202,15 @@ func (o *observer) onWorkflow(obj any) {
 		o.wfDone[wf.Name] = now
 		o.wfPhase[wf.Name] = wf.Status.Phase
 	}
+	_, wasSuspended := o.suspended[wf.Name]
+	switch isSuspended := wf.Spec.Suspend != nil && *wf.Spec.Suspend; {
+	case isSuspended && !wasSuspended:
+		o.suspended[wf.Name] = now
+	case !isSuspended && wasSuspended:
+		if _, seen := o.resumed[wf.Name]; !seen {
+			o.resumed[wf.Name] = now
+		}
+	}
 	o.mu.Unlock()
 	o.notify()
 }
@@ -304,4 +316,32 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// waitSuspendState waits until each named workflow has been seen suspended (resumed false) or suspended
+// and then resumed (resumed true), and returns when, by name.
+func (o *observer) waitSuspendState(ctx context.Context, names []string, resumed bool) (map[string]time.Time, error) {
+	for {
+		o.mu.Lock()
+		seen := o.suspended
+		if resumed {
+			seen = o.resumed
+		}
+		out := map[string]time.Time{}
+		for _, n := range names {
+			if at, ok := seen[n]; ok {
+				out[n] = at
+			}
+		}
+		o.mu.Unlock()
+		if len(out) == len(names) {
+			return out, nil
+		}
+		select {
+		case <-o.changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %d of %d workflows to be seen %s: %w", len(names)-len(out), len(names),
+				map[bool]string{false: "suspended", true: "resumed"}[resumed], ctx.Err())
+		}
+	}
 }

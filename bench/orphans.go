@@ -16,7 +16,7 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 )
 
-// OrphansResult compares the controller releasing the finalizers of pods whose workflow is gone with a raw
+// OrphansResult compares wfguard releasing the finalizers of pods whose workflow is gone with a raw
 // patch loop of the same concurrency.
 type OrphansResult struct {
 	Pods int `json:"pods"`
@@ -30,7 +30,12 @@ type OrphansResult struct {
 // rawReleaseConcurrency matches the controller's own bound on concurrent releases.
 const rawReleaseConcurrency = 16
 
+// orphans measures wfguard alone: its sweep of pods whose workflow is gone has no counterpart measured
+// in argo here.
 func (e *env) orphans(ctx context.Context, report *Report) error {
+	if !e.runs(ControllerWFGuard) {
+		return nil
+	}
 	k := e.opts.OrphanPods
 	res := &OrphansResult{Pods: k}
 
@@ -47,15 +52,15 @@ func (e *env) orphans(ctx context.Context, report *Report) error {
 	}
 	defer stop()
 	begin := time.Now()
-	r, err := e.start(ctx, runOptions{ns: ns, noNode: true})
+	p, err := e.startController(ctx, ControllerWFGuard, ns, processOptions{})
 	if err != nil {
 		return err
 	}
-	defer func() { _ = r.stop() }()
+	defer func() { _ = p.stop() }()
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	if err := released.wait(waitCtx, k); err != nil {
-		return err
+		return p.failed(err)
 	}
 	res.ControllerSeconds = time.Since(begin).Seconds()
 

@@ -32,11 +32,11 @@ func (e *env) rawRun(ctx context.Context, n, m int) (RunStats, error) {
 		return RunStats{}, err
 	}
 	defer obs.close()
-	r, err := e.start(ctx, runOptions{ns: ns, script: stepScript(), noController: true})
+	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {
 		return RunStats{}, err
 	}
-	defer func() { _ = r.stop() }()
+	defer node.Stop()
 	calls := newCallCounter()
 	config := calls.wrap(e.config)
 	kube := kubernetes.NewForConfigOrDie(config)

@@ -14,16 +14,20 @@ import (
 
 // Report is what `make bench` prints and stores as JSON.
 type Report struct {
-	Date        time.Time          `json:"date"`
-	Machine     Machine            `json:"machine"`
-	Sizes       Sizes              `json:"sizes"`
-	Latency     *LatencyResult     `json:"latency,omitempty"`
-	Throughput  *ThroughputResult  `json:"throughput,omitempty"`
-	Actions     *ActionsResult     `json:"actions,omitempty"`
-	Orphans     *OrphansResult     `json:"orphans,omitempty"`
-	LateResults *LateResultsResult `json:"lateResults,omitempty"`
-	Memory      *MemoryResult      `json:"memory,omitempty"`
-	Targets     []Target           `json:"targets"`
+	Date    time.Time `json:"date"`
+	Machine Machine   `json:"machine"`
+	Sizes   Sizes     `json:"sizes"`
+	// Controllers are the controllers measured; the per-controller results are keyed by these names.
+	Controllers []string                      `json:"controllers"`
+	Latency     map[string]*LatencyResult     `json:"latency,omitempty"`
+	Throughput  *ThroughputResult             `json:"throughput,omitempty"`
+	Actions     map[string]*ActionsResult     `json:"actions,omitempty"`
+	Orphans     *OrphansResult                `json:"orphans,omitempty"`
+	LateResults map[string]*LateResultsResult `json:"lateResults,omitempty"`
+	Memory      map[string]*MemoryResult      `json:"memory,omitempty"`
+	Targets     []Target                      `json:"targets"`
+	// Comparison is the table of figures side by side: wfguard, argo, raw client.
+	Comparison []ComparisonRow `json:"comparison"`
 }
 
 // Machine describes where the numbers were taken.
@@ -39,6 +43,8 @@ type Machine struct {
 // Sizes are the scenario sizes of the run.
 type Sizes struct {
 	Workers             int     `json:"workers"`
+	QPS                 int     `json:"qps"`
+	Burst               int     `json:"burst"`
 	CoalesceWindowSecs  float64 `json:"statusCoalesceWindowSeconds"`
 	LatencyChains       int     `json:"latencyChains"`
 	ChainLength         int     `json:"chainLength"`
@@ -53,13 +59,16 @@ type Sizes struct {
 	MemoryWorkflows     int     `json:"memoryWorkflows"`
 }
 
-// Target is one DESIGN.md performance target and whether this run met it.
+// Target is one DESIGN.md performance target and whether this run met it: wfguard's figure and verdict,
+// and stock argo's beside them for comparison.
 type Target struct {
 	Name     string `json:"name"`
 	Target   string `json:"target"`
 	Measured string `json:"measured"`
 	// Verdict is met, not met, reported (no threshold) or not run.
-	Verdict string `json:"verdict"`
+	Verdict      string `json:"verdict"`
+	ArgoMeasured string `json:"argoMeasured"`
+	ArgoVerdict  string `json:"argoVerdict"`
 }
 
 const (
@@ -70,8 +79,8 @@ const (
 )
 
 func newReport(o Options) *Report {
-	return &Report{Date: time.Now().UTC(), Machine: machine(), Sizes: Sizes{
-		Workers: o.Workers, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
+	return &Report{Date: time.Now().UTC(), Machine: machine(), Controllers: o.Controllers, Sizes: Sizes{
+		Workers: o.Workers, QPS: o.QPS, Burst: o.Burst, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
 		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes,
 		Actions: o.Actions, OrphanPods: o.OrphanPods, LateResultWorkflows: o.LateResultWorkflows,
 		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows}}
@@ -84,58 +93,99 @@ func verdict(ok bool) string {
 	return verdictNotMet
 }
 
-// evaluate compares the measured figures with DESIGN.md's targets.
+// evaluate compares the measured figures with DESIGN.md's targets, for wfguard and for argo, and builds
+// the comparison table.
 func (r *Report) evaluate() {
-	add := func(name, target, measured, v string) {
-		r.Targets = append(r.Targets, Target{Name: name, Target: target, Measured: measured, Verdict: v})
+	r.Targets = nil
+	for _, t := range []struct{ name, target string }{
+		{"scheduling latency", "p50 < 50 ms, p99 < 250 ms"},
+		{"throughput", "≥ 90% of a raw client's rate"},
+		{"API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass"},
+		{"WorkflowAction latency", fmt.Sprintf("p99 < 500 ms with %d concurrent", r.Sizes.Actions)},
+		{"orphan sweep", "≤ 1.25× a raw patch loop"},
+		{"late results: no output lost", "0 nodes Succeeded without outputs"},
+		{"controller memory", fmt.Sprintf("report with %d workflows cached", r.Sizes.MemoryWorkflows)},
+	} {
+		target := Target{Name: t.name, Target: t.target}
+		target.Measured, target.Verdict = r.measure(t.name, ControllerWFGuard)
+		target.ArgoMeasured, target.ArgoVerdict = r.measure(t.name, ControllerArgo)
+		r.Targets = append(r.Targets, target)
 	}
-	if l := r.Latency; l != nil && l.All.Count > 0 {
-		add("scheduling latency", "p50 < 50 ms, p99 < 250 ms", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (n=%d)", l.All.P50Ms, l.All.P99Ms, l.All.Count),
-			verdict(l.All.P50Ms < 50 && l.All.P99Ms < 250))
-	} else {
-		add("scheduling latency", "p50 < 50 ms, p99 < 250 ms", "-", verdictNotRun)
+	r.Comparison = r.comparison()
+}
+
+// measure is controller c's figure and verdict for the target called name.
+func (r *Report) measure(name, c string) (string, string) {
+	switch name {
+	case "scheduling latency":
+		if l := r.Latency[c]; l != nil && l.All.Count > 0 {
+			return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (n=%d)", l.All.P50Ms, l.All.P99Ms, l.All.Count), verdict(l.All.P50Ms < 50 && l.All.P99Ms < 250)
+		}
+	case "throughput":
+		if t := r.throughputOf(c); t != nil {
+			return fmt.Sprintf("%.0f%% (%.1f vs %.1f pods/s)", 100*t.Ratio, t.PodsPerSec, r.Throughput.Raw.PodsPerSec), verdict(t.Ratio >= 0.9)
+		}
+	case "API calls per pod":
+		t := r.throughputOf(c)
+		if t == nil {
+			break
+		}
+		updates, rawUpdates := perPod(t.Calls, "update workflows"), perPod(r.Throughput.Raw.Calls, "update workflows")
+		if c != ControllerWFGuard {
+			// Argo has no counters of its own here: its figure is the wire's, and its verdict is on creates.
+			creates := perPod(t.Calls, "create pods")
+			return fmt.Sprintf("%.2f pod creates, %.2f pod patches, %.2f workflow updates (raw %.2f) on the wire", creates,
+				perPod(t.Calls, "patch pods"), updates, rawUpdates), verdictReported
+		}
+		// The controller's own counts; the wire totals also include client-go's retries of requests the API
+		// server throttled (429), which the controller never sees.
+		pods := float64(max(r.Throughput.Pods, 1))
+		creates, releases := t.Counters["wfguard_pods_created_total"]/pods, t.Counters["wfguard_pod_finalizers_released_total{reason=persisted}"]/pods
+		direct := 0.0
+		if t.DirectReads != nil {
+			direct = *t.DirectReads
+		}
+		return fmt.Sprintf("%.2f creates, %.2f releases (%.2f pod patches on the wire), %.2f workflow updates (raw %.2f), %.0f direct reads",
+			creates, releases, perPod(t.Calls, "patch pods"), updates, rawUpdates, direct), verdict(creates <= 1 && releases <= 1 && direct == 0)
+	case "WorkflowAction latency":
+		if a := r.Actions[c]; a != nil {
+			return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms to return, p99 %.1f ms to visible (n=%d, failed %d)", a.All.P50Ms, a.All.P99Ms,
+				a.AllVisible.P99Ms, a.All.Count, a.Failed), verdict(a.All.P99Ms < 500 && a.Failed == 0)
+		}
+	case "orphan sweep":
+		if o := r.Orphans; o != nil && c == ControllerWFGuard {
+			return fmt.Sprintf("%.2f× (%d pods: %.2f s vs %.2f s)", o.Ratio, o.Pods, o.ControllerSeconds, o.RawSeconds), verdict(o.Ratio <= 1.25)
+		}
+	case "late results: no output lost":
+		if l := r.LateResults[c]; l != nil {
+			reads := ""
+			if l.DirectReadsPerPod != nil {
+				reads = fmt.Sprintf("%.2f direct reads/pod, ", *l.DirectReadsPerPod)
+			}
+			return fmt.Sprintf("%d (%s%.2f pods/s, done in %.1f s under a %.0f s delay)", l.SucceededWithoutOutputs, reads, l.Run.PodsPerSec,
+				l.Run.Seconds, l.DelaySeconds), verdict(l.SucceededWithoutOutputs == 0)
+		}
+	case "controller memory":
+		if m := r.Memory[c]; m != nil {
+			return fmt.Sprintf("heap in use %s (baseline %s), RSS %s, %.1f KiB/workflow", mibOrNA(m.LoadedHeapInuseBytes), mibOrNA(m.BaselineHeapInuseBytes),
+				mib(m.LoadedRSSBytes), m.HeapBytesPerWorkflow/1024), verdictReported
+		}
 	}
-	if t := r.Throughput; t != nil {
-		add("throughput", "≥ 90% of a raw client's rate", fmt.Sprintf("%.0f%% (%.1f vs %.1f pods/s)", 100*t.Ratio, t.Controller.PodsPerSec, t.Raw.PodsPerSec),
-			verdict(t.Ratio >= 0.9))
-		// The controller's own counts; the transport-level totals below also include client-go's retries of
-		// requests the API server throttled (429), which the controller never sees.
-		pods := float64(max(t.Pods, 1))
-		creates, releases := t.Controller.Counters["wfguard_pods_created_total"]/pods, t.Controller.Counters["wfguard_pod_finalizers_released_total{reason=persisted}"]/pods
-		updates, rawUpdates := perPod(t.Controller.Calls, "update workflows"), perPod(t.Raw.Calls, "update workflows")
-		add("API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass",
-			fmt.Sprintf("%.2f creates, %.2f releases (%.2f pod patches on the wire), %.2f workflow updates (raw %.2f), %.0f direct reads",
-				creates, releases, perPod(t.Controller.Calls, "patch pods"), updates, rawUpdates, t.DirectReads),
-			verdict(creates <= 1 && releases <= 1 && t.DirectReads == 0))
-	} else {
-		add("throughput", "≥ 90% of a raw client's rate", "-", verdictNotRun)
-		add("API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass", "-", verdictNotRun)
+	return "-", verdictNotRun
+}
+
+func (r *Report) throughputOf(c string) *ControllerThroughput {
+	if r.Throughput == nil {
+		return nil
 	}
-	if a := r.Actions; a != nil {
-		add("WorkflowAction latency", fmt.Sprintf("p99 < 500 ms with %d concurrent", a.Concurrent),
-			fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (n=%d, failed %d)", a.All.P50Ms, a.All.P99Ms, a.All.Count, a.Failed), verdict(a.All.P99Ms < 500 && a.Failed == 0))
-	} else {
-		add("WorkflowAction latency", "p99 < 500 ms with 50 concurrent", "-", verdictNotRun)
+	return r.Throughput.Controllers[c]
+}
+
+func mibOrNA(b float64) string {
+	if b <= 0 {
+		return "n/a"
 	}
-	if o := r.Orphans; o != nil {
-		add("orphan sweep", "≤ 1.25× a raw patch loop", fmt.Sprintf("%.2f× (%d pods: %.2f s vs %.2f s)", o.Ratio, o.Pods, o.ControllerSeconds, o.RawSeconds),
-			verdict(o.Ratio <= 1.25))
-	} else {
-		add("orphan sweep", "≤ 1.25× a raw patch loop", "-", verdictNotRun)
-	}
-	if l := r.LateResults; l != nil {
-		add("late results: no output lost", "0 nodes Succeeded without outputs", fmt.Sprintf("%d (%.2f direct reads/pod, %.2f pods/s under a %.0f s delay)",
-			l.SucceededWithoutOutputs, l.DirectReadsPerPod, l.Run.PodsPerSec, l.DelaySeconds), verdict(l.SucceededWithoutOutputs == 0))
-	} else {
-		add("late results: no output lost", "0 nodes Succeeded without outputs", "-", verdictNotRun)
-	}
-	if m := r.Memory; m != nil {
-		add("controller memory", fmt.Sprintf("report with %d workflows cached", m.Workflows),
-			fmt.Sprintf("heap in use %s (baseline %s), RSS %s, %.1f KiB/workflow", mib(m.LoadedHeapInuseBytes), mib(m.BaselineHeapInuseBytes),
-				mib(m.LoadedRSSBytes), m.HeapBytesPerWorkflow/1024), verdictReported)
-	} else {
-		add("controller memory", "report with 10,000 workflows cached", "-", verdictNotRun)
-	}
+	return mib(b)
 }
 
 func perPod(calls []APICall, call string) float64 {
@@ -149,7 +199,7 @@ func perPod(calls []APICall, call string) float64 {
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 
-// Met reports whether no measured target was missed.
+// Met reports whether wfguard missed no measured target.
 func (r *Report) Met() bool {
 	for _, t := range r.Targets {
 		if t.Verdict == verdictNotMet {
@@ -166,60 +216,35 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText prints the human report.
+// WriteText prints the human report: the comparison table, the details and the targets.
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "wfguard bench — %s — %s/%s, %d CPUs (%s), %s, %d KiB RAM\n\n", r.Date.Format(time.RFC3339),
+	fmt.Fprintf(w, "wfguard bench — %s — %s/%s, %d CPUs (%s), %s, %d KiB RAM\n", r.Date.Format(time.RFC3339),
 		r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion, r.Machine.MemoryKiB)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if l := r.Latency; l != nil {
-		fmt.Fprintf(tw, "scheduling latency\tn\tp50\tp90\tp99\tmax\n")
-		for _, row := range []struct {
-			name string
-			l    Latencies
-		}{{"  chain", l.Chain}, {"  fan-out", l.FanOut}, {"  all", l.All}} {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\n", row.name, row.l.Count, row.l.P50Ms, row.l.P90Ms, row.l.P99Ms, row.l.MaxMs)
+	fmt.Fprintf(w, "controllers %s, each its own process: %d workers, qps %d, burst %d\n\n", strings.Join(r.Controllers, ", "),
+		r.Sizes.Workers, r.Sizes.QPS, r.Sizes.Burst)
+	writeComparison(w, r.Comparison)
+	fmt.Fprintln(w)
+	if r.Throughput != nil {
+		fmt.Fprintf(w, "API calls in the throughput run (%d workflows × %d pods), total / per pod / per workflow:\n", r.Throughput.Workflows,
+			r.Throughput.Pods/max(r.Throughput.Workflows, 1))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range r.Controllers {
+			if t := r.Throughput.Controllers[c]; t != nil {
+				for _, call := range t.Calls {
+					fmt.Fprintf(tw, "  %s\t%s\t%d\t%.2f\t%.2f\n", c, call.Call, call.Total, call.PerPod, call.PerWorkflow)
+				}
+			}
 		}
-		fmt.Fprintln(tw)
-	}
-	if a := r.Actions; a != nil {
-		fmt.Fprintf(tw, "WorkflowAction latency (%d at once)\tn\tp50\tp90\tp99\tmax\n", a.Concurrent)
-		for _, row := range []struct {
-			name string
-			l    Latencies
-		}{{"  suspend", a.Suspend}, {"  resume", a.Resume}, {"  all", a.All}} {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\n", row.name, row.l.Count, row.l.P50Ms, row.l.P90Ms, row.l.P99Ms, row.l.MaxMs)
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
-	if t := r.Throughput; t != nil {
-		fmt.Fprintf(w, "throughput: %d workflows × %d pods\n", t.Workflows, t.Pods/max(t.Workflows, 1))
-		fmt.Fprintf(w, "  controller %.2f s  %.2f workflows/s  %.1f pods/s  %.2f writes/pod\n", t.Controller.Seconds, t.Controller.WorkflowsPerSec, t.Controller.PodsPerSec, t.Controller.WritesPerPod)
-		fmt.Fprintf(w, "  raw client %.2f s  %.2f workflows/s  %.1f pods/s  %.2f writes/pod\n", t.Raw.Seconds, t.Raw.WorkflowsPerSec, t.Raw.PodsPerSec, t.Raw.WritesPerPod)
-		fmt.Fprintf(w, "  ratio %.0f%%, direct task-result reads %.0f\n", 100*t.Ratio, t.DirectReads)
-		fmt.Fprintf(w, "  hop latency under load (p50/p99): controller %.1f/%.1f ms, raw client %.1f/%.1f ms\n",
-			t.Controller.HopLatency.P50Ms, t.Controller.HopLatency.P99Ms, t.Raw.HopLatency.P50Ms, t.Raw.HopLatency.P99Ms)
-		fmt.Fprintf(w, "  controller API calls (per pod / per workflow):\n")
-		for _, c := range t.Controller.Calls {
-			fmt.Fprintf(w, "    %-40s %6d  %6.2f  %6.2f\n", c.Call, c.Total, c.PerPod, c.PerWorkflow)
-		}
+		tw.Flush()
 		fmt.Fprintln(w)
 	}
 	if o := r.Orphans; o != nil {
-		fmt.Fprintf(w, "orphan sweep: %d pods — controller %.2f s, raw patch loop %.2f s, ratio %.2f×\n\n", o.Pods, o.ControllerSeconds, o.RawSeconds, o.Ratio)
+		fmt.Fprintf(w, "orphan sweep (wfguard): %d pods — controller %.2f s, raw patch loop %.2f s, ratio %.2f×\n\n", o.Pods, o.ControllerSeconds, o.RawSeconds, o.Ratio)
 	}
-	if l := r.LateResults; l != nil {
-		fmt.Fprintf(w, "late results (%.0f s task-result watch delay): %d workflows × %d pods in %.2f s (%.1f pods/s), %.2f direct reads/pod, %d Succeeded without outputs\n\n",
-			l.DelaySeconds, l.Workflows, l.Pods/max(l.Workflows, 1), l.Run.Seconds, l.Run.PodsPerSec, l.DirectReadsPerPod, l.SucceededWithoutOutputs)
-	}
-	if m := r.Memory; m != nil {
-		fmt.Fprintf(w, "memory: %d workflows cached — heap in use %s (baseline %s), RSS %s (baseline %s), %.1f KiB/workflow\n\n", m.Workflows,
-			mib(m.LoadedHeapInuseBytes), mib(m.BaselineHeapInuseBytes), mib(m.LoadedRSSBytes), mib(m.BaselineRSSBytes), m.HeapBytesPerWorkflow/1024)
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "DESIGN.md target\ttarget\tmeasured\tverdict\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "DESIGN.md target\ttarget\twfguard\tverdict\targo\targo verdict\n")
 	for _, t := range r.Targets {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Target, t.Measured, t.Verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Target, t.Measured, t.Verdict, t.ArgoMeasured, t.ArgoVerdict)
 	}
 	tw.Flush()
 }

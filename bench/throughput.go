@@ -22,92 +22,144 @@ type RunStats struct {
 	Calls           []APICall `json:"calls"`
 	// HopLatency is predecessor done → successor pod created, under this run's load.
 	HopLatency Latencies `json:"hopLatency"`
-	// Counters are the controller's own counters at the end of the run (none for the raw client).
-	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
-// ThroughputResult compares the controller with a raw client doing the minimum writes for the same work.
+// ControllerRun is one controller's pass of a workload, as its own process.
+type ControllerRun struct {
+	RunStats
+	// CPUSeconds is the controller process's user + system time over the run (submit → last release).
+	CPUSeconds        float64 `json:"cpuSeconds"`
+	CPUSecondsPer1000 float64 `json:"cpuSecondsPer1000Pods"`
+	// Counters are wfguard's own counters at the end of the run (none for argo).
+	Counters map[string]float64 `json:"counters,omitempty"`
+	// DirectReads are wfguard's task-result reads past the cache (argo has no such counter).
+	DirectReads *float64 `json:"directReads,omitempty"`
+	// Phases count the workflows' final phases.
+	Phases map[wfv1.WorkflowPhase]int `json:"phases"`
+}
+
+// ControllerThroughput is one controller's throughput and its ratio to the raw client's.
+type ControllerThroughput struct {
+	ControllerRun
+	Ratio float64 `json:"ratio"` // controller pods/s ÷ raw pods/s
+}
+
+// ThroughputResult compares each controller with a raw client doing the minimum writes for the same work.
 type ThroughputResult struct {
-	Workflows  int      `json:"workflows"`
-	Pods       int      `json:"pods"`
-	Controller RunStats `json:"controller"`
-	Raw        RunStats `json:"raw"`
-	Ratio      float64  `json:"ratio"` // controller pods/s ÷ raw pods/s
-	// DirectReads are task-result reads past the cache; with no faults they should be 0.
-	DirectReads float64 `json:"directReads"`
+	Workflows   int                              `json:"workflows"`
+	Pods        int                              `json:"pods"`
+	Controllers map[string]*ControllerThroughput `json:"controllers"`
+	Raw         RunStats                         `json:"raw"`
 }
 
 func (e *env) throughput(ctx context.Context, report *Report) error {
 	n, m := e.opts.ThroughputWorkflows, e.opts.ThroughputNodes
-	res := &ThroughputResult{Workflows: n, Pods: n * m}
-	run, directReads, _, err := e.controllerRun(ctx, "bench-throughput", n, m, 0)
-	if err != nil {
+	res := &ThroughputResult{Workflows: n, Pods: n * m, Controllers: map[string]*ControllerThroughput{}}
+	if err := e.eachController(func(c string) error {
+		run, _, err := e.controllerRun(ctx, c, "bench-throughput-"+c, n, m, 0)
+		if err != nil {
+			return err
+		}
+		res.Controllers[c] = &ControllerThroughput{ControllerRun: run}
+		return nil
+	}); err != nil {
 		return err
 	}
-	res.Controller, res.DirectReads = run, directReads
+	var err error
 	if res.Raw, err = e.rawRun(ctx, n, m); err != nil {
 		return fmt.Errorf("raw client: %w", err)
 	}
-	if res.Raw.PodsPerSec > 0 {
-		res.Ratio = res.Controller.PodsPerSec / res.Raw.PodsPerSec
+	for _, t := range res.Controllers {
+		if res.Raw.PodsPerSec > 0 {
+			t.Ratio = t.PodsPerSec / res.Raw.PodsPerSec
+		}
 	}
 	report.Throughput = res
 	return nil
 }
 
-// controllerRun submits n chains of m nodes at once in a new namespace and waits for all to finish;
-// delay > 0 delays the controller's task-result watch events (the late-results scenario). It returns the
-// run, the direct task-result reads and the namespace.
-func (e *env) controllerRun(ctx context.Context, prefix string, n, m int, delay time.Duration) (RunStats, float64, string, error) {
+// controllerRun submits n chains of m nodes at once to controller c in a new namespace and waits for all
+// to finish; delay > 0 delays the controller's task-result watch events (the late-results scenario). It
+// returns the run and the namespace.
+func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, delay time.Duration) (ControllerRun, string, error) {
 	ns, err := e.namespace(ctx, prefix)
 	if err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", err
 	}
 	obs, err := startObserver(ctx, e.kube, e.argo, ns)
 	if err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", err
 	}
 	defer obs.close()
-	calls := newCallCounter()
-	o := runOptions{ns: ns, config: calls.wrap(e.config), script: stepScript()}
-	if delay > 0 {
-		o.wrap = delayResults(delay)
-	}
-	r, err := e.start(ctx, o)
+	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", err
 	}
-	defer func() { _ = r.stop() }()
-	if err := r.waitSynced(ctx); err != nil {
-		return RunStats{}, 0, "", err
+	defer node.Stop()
+	p, err := e.startController(ctx, c, ns, processOptions{delayResults: delay})
+	if err != nil {
+		return ControllerRun{}, "", err
 	}
+	defer func() { _ = p.stop() }()
+	if err := e.warmUp(ctx, p, obs); err != nil {
+		return ControllerRun{}, "", err
+	}
+	base := p.counters(ctx)
 	var wfs []*wfv1.Workflow
 	for i := range n {
 		wfs = append(wfs, chainWorkflow(fmt.Sprintf("wf-%04d", i), m))
 	}
+	cpuBefore, err := p.cpuSeconds()
+	if err != nil {
+		return ControllerRun{}, "", err
+	}
 	begin := time.Now()
 	if err := createAll(ctx, e.argo, ns, wfs); err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Minute+2*time.Duration(m)*delay)
 	defer cancel()
 	if err := obs.waitWorkflows(waitCtx, names(wfs)); err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", p.failed(err)
 	}
 	elapsed := time.Since(begin)
-	if err := allSucceeded(obs, names(wfs)); err != nil {
-		return RunStats{}, 0, "", err
+	// Under late results a controller may fail a workflow whose consumer lacks its input: that is an outcome
+	// to report (Phases), not a broken run.
+	if err := allSucceeded(obs, names(wfs)); err != nil && delay == 0 {
+		return ControllerRun{}, "", p.failed(err)
 	}
 	if err := obs.waitReleased(waitCtx); err != nil {
-		return RunStats{}, 0, "", err
+		return ControllerRun{}, "", p.failed(err)
 	}
-	// A release's watch event can beat the PATCH response the controller counts it from.
-	_ = wait.PollUntilContextTimeout(waitCtx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return r.counter("wfguard_pod_finalizers_released_total") >= float64(n*m), nil
-	})
-	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
-		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(obs.schedulingLatencies(predecessor)), Counters: r.counters()}, r.counter("wfguard_taskresult_direct_reads_total"), ns, nil
+	cpuAfter, err := p.cpuSeconds()
+	if err != nil {
+		return ControllerRun{}, "", err
+	}
+	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
+		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
+		HopLatency: summarize(obs.schedulingLatencies(predecessor))},
+		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
+	if c == ControllerWFGuard {
+		// A release's watch event can beat the PATCH response the controller counts it from.
+		var counters map[string]float64
+		_ = wait.PollUntilContextTimeout(waitCtx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			counters = p.counters(ctx)
+			return counters["wfguard_pod_finalizers_released_total"]-base["wfguard_pod_finalizers_released_total"] >= float64(n*m), nil
+		})
+		run.Counters = delta(counters, base)
+		reads := run.Counters["wfguard_taskresult_direct_reads_total"]
+		run.DirectReads = &reads
+	}
+	return run, ns, nil
+}
+
+// delta is after - before, key by key (the run's share of cumulative counters).
+func delta(after, before map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(after))
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
 }
 
 // createAll creates the workflows with a few concurrent clients, as users submitting at once.

@@ -1,5 +1,6 @@
-// Command wfguard-bench measures the controller on an embedded control plane and reports against
-// DESIGN.md's performance targets (run it with `make bench`).
+// Command wfguard-bench measures wfguard's controller and stock argo's workflow-controller, each as its own
+// process, on an embedded control plane and reports side by side against DESIGN.md's performance targets
+// (run it with `make bench`).
 package main
 
 import (
@@ -7,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,7 +31,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: wfguard-bench [flags]\n\nRuns the benchmark scenarios on an embedded etcd + kube-apiserver with the simulated node,\nprints a report and writes it as JSON.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	fs.IntVar(&o.Workers, "workers", o.Workers, "controller reconcile workers")
+	controllers := fs.String("controllers", strings.Join(o.Controllers, ","), "comma-separated controllers to measure, each as its own process: wfguard (bin/wfguard controller), argo (stock bin/workflow-controller from make argo-tools)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "controller reconcile workers (--workflow-workers of both controllers)")
+	fs.IntVar(&o.QPS, "qps", o.QPS, "API client queries per second of both controllers (--qps)")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "API client burst of both controllers (--burst)")
 	fs.DurationVar(&o.CoalesceWindow, "status-coalesce-window", o.CoalesceWindow, "the controller's --status-coalesce-window")
 	fs.IntVar(&o.LatencyChains, "latency-chains", o.LatencyChains, "scheduling latency: chain workflows, run one at a time")
 	fs.IntVar(&o.ChainLength, "chain-length", o.ChainLength, "scheduling latency: pods per chain")
@@ -44,11 +47,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.LateResultWorkflows, "late-workflows", o.LateResultWorkflows, "late results: concurrent workflows")
 	fs.DurationVar(&o.LateResultDelay, "late-delay", o.LateResultDelay, "late results: delay of the controller's task-result watch events")
 	fs.IntVar(&o.MemoryWorkflows, "memory-workflows", o.MemoryWorkflows, "memory: completed workflows cached")
-	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary the memory scenario runs as its own process (\"\" skips memory)")
+	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary run as the controller under test")
 	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,actions,orphans,lateresults,memory (default all)")
 	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
-	verbose := fs.Bool("v", false, "log the controller's warnings")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (controller included) to this file")
+	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs in this directory (default: a temp dir removed at the end)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (observer, API proxies, simulated node and raw client; not the controllers) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,8 +68,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if *verbose {
-		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o.Controllers = nil
+	for _, c := range strings.Split(*controllers, ",") {
+		if !bench.IsController(c) {
+			fmt.Fprintf(stderr, "wfguard-bench: unknown controller %q in --controllers (want %s)\n", c, strings.Join(bench.Controllers, ","))
+			return 2
+		}
+		o.Controllers = append(o.Controllers, c)
 	}
 	o.Progress = stderr
 	if *cpuProfile != "" {

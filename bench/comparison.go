@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// ComparisonRow is one figure side by side: wfguard, stock argo and the raw client ("-" where it does not
+// apply or was not run).
+type ComparisonRow struct {
+	Figure  string `json:"figure"`
+	WFGuard string `json:"wfguard"`
+	Argo    string `json:"argo"`
+	Raw     string `json:"raw"`
+}
+
+const notApplicable = "-"
+
+// comparison builds the table from the scenario results.
+func (r *Report) comparison() []ComparisonRow {
+	var rows []ComparisonRow
+	// per adds a row whose wfguard and argo cells come from f (ok false: "-"), and raw's from raw.
+	per := func(figure, raw string, f func(c string) (string, bool)) {
+		row := ComparisonRow{Figure: figure, WFGuard: notApplicable, Argo: notApplicable, Raw: raw}
+		if v, ok := f(ControllerWFGuard); ok {
+			row.WFGuard = v
+		}
+		if v, ok := f(ControllerArgo); ok {
+			row.Argo = v
+		}
+		rows = append(rows, row)
+	}
+	p50p99 := func(l Latencies) string { return fmt.Sprintf("%.1f / %.1f ms (n=%d)", l.P50Ms, l.P99Ms, l.Count) }
+
+	per("scheduling latency p50 / p99", notApplicable, func(c string) (string, bool) {
+		l := r.Latency[c]
+		return p50p99AllOf(l, p50p99), l != nil
+	})
+	if t := r.Throughput; t != nil {
+		raw := t.Raw
+		tp := func(f func(ControllerThroughput) string) func(string) (string, bool) {
+			return func(c string) (string, bool) {
+				ct := t.Controllers[c]
+				if ct == nil {
+					return "", false
+				}
+				return f(*ct), true
+			}
+		}
+		per("throughput workflows/s", fmt.Sprintf("%.2f", raw.WorkflowsPerSec), tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.WorkflowsPerSec) }))
+		per("throughput pods/s", fmt.Sprintf("%.1f", raw.PodsPerSec), tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.1f", ct.PodsPerSec) }))
+		per("throughput ratio to raw", "100%", tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.0f%%", 100*ct.Ratio) }))
+		per("hop latency under load p50 / p99", p50p99(raw.HopLatency), tp(func(ct ControllerThroughput) string { return p50p99(ct.HopLatency) }))
+		per("writes per pod", fmt.Sprintf("%.2f", raw.WritesPerPod), tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.WritesPerPod) }))
+		per("CPU s per 1,000 pods (controller process)", notApplicable, tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.CPUSecondsPer1000) }))
+		calls := map[string]bool{}
+		for _, s := range append([]RunStats{raw}, controllerStats(t)...) {
+			for _, c := range s.Calls {
+				calls[c.Call] = true
+			}
+		}
+		for _, call := range sorted(calls) {
+			cell := func(s []APICall) string { return fmt.Sprintf("%.2f", perPod(s, call)) }
+			per("API calls per pod: "+call, cell(raw.Calls), tp(func(ct ControllerThroughput) string { return cell(ct.Calls) }))
+		}
+	}
+	if len(r.LateResults) > 0 {
+		late := func(f func(*LateResultsResult) string) func(string) (string, bool) {
+			return func(c string) (string, bool) {
+				l := r.LateResults[c]
+				if l == nil {
+					return "", false
+				}
+				return f(l), true
+			}
+		}
+		per(fmt.Sprintf("late results (%.0f s watch delay): outputs lost", r.Sizes.LateResultDelaySecs), notApplicable,
+			late(func(l *LateResultsResult) string {
+				return fmt.Sprintf("%d of %d pods", l.SucceededWithoutOutputs, l.Pods)
+			}))
+		per("late results: time to finish", notApplicable, late(func(l *LateResultsResult) string { return fmt.Sprintf("%.1f s", l.Run.Seconds) }))
+		per("late results: workflow phases", notApplicable, late(func(l *LateResultsResult) string { return phaseSummary(l.Run.Phases) }))
+	}
+	if len(r.Actions) > 0 {
+		act := func(f func(*ActionsResult) Latencies) func(string) (string, bool) {
+			return func(c string) (string, bool) {
+				a := r.Actions[c]
+				if a == nil {
+					return "", false
+				}
+				return p50p99(f(a)), true
+			}
+		}
+		per("suspend p50 / p99, to the client's return¹", notApplicable, act(func(a *ActionsResult) Latencies { return a.Suspend }))
+		per("resume p50 / p99, to the client's return¹", notApplicable, act(func(a *ActionsResult) Latencies { return a.Resume }))
+		per("suspend p50 / p99, to spec.suspend seen set", notApplicable, act(func(a *ActionsResult) Latencies { return a.SuspendVisible }))
+		per("resume p50 / p99, to spec.suspend seen unset", notApplicable, act(func(a *ActionsResult) Latencies { return a.ResumeVisible }))
+		per("suspend/resume requests failed", notApplicable, func(c string) (string, bool) {
+			a := r.Actions[c]
+			if a == nil {
+				return "", false
+			}
+			return fmt.Sprintf("%d", a.Failed), true
+		})
+	}
+	if len(r.Memory) > 0 {
+		mem := func(f func(*MemoryResult) string) func(string) (string, bool) {
+			return func(c string) (string, bool) {
+				m := r.Memory[c]
+				if m == nil {
+					return "", false
+				}
+				return f(m), true
+			}
+		}
+		per(fmt.Sprintf("heap in use, %d workflows cached (baseline)", r.Sizes.MemoryWorkflows), notApplicable, mem(func(m *MemoryResult) string {
+			return fmt.Sprintf("%s (%s)", mibOrNA(m.LoadedHeapInuseBytes), mibOrNA(m.BaselineHeapInuseBytes))
+		}))
+		per(fmt.Sprintf("RSS, %d workflows cached (baseline)", r.Sizes.MemoryWorkflows), notApplicable, mem(func(m *MemoryResult) string {
+			return fmt.Sprintf("%s (%s)", mib(m.LoadedRSSBytes), mib(m.BaselineRSSBytes))
+		}))
+	}
+	return rows
+}
+
+func p50p99AllOf(l *LatencyResult, f func(Latencies) string) string {
+	if l == nil {
+		return ""
+	}
+	return f(l.All)
+}
+
+func controllerStats(t *ThroughputResult) []RunStats {
+	var out []RunStats
+	for _, c := range sorted(t.Controllers) {
+		out = append(out, t.Controllers[c].RunStats)
+	}
+	return out
+}
+
+func sorted[V any](m map[string]V) []string {
+	keys := slices.Collect(maps.Keys(m))
+	sort.Strings(keys)
+	return keys
+}
+
+func phaseSummary[K ~string](phases map[K]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(phases)) {
+		parts = append(parts, fmt.Sprintf("%d %s", phases[k], k))
+	}
+	if len(parts) == 0 {
+		return notApplicable
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeComparison prints the rows as an aligned table with a footnote on what "return" means.
+func writeComparison(w io.Writer, rows []ComparisonRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "figure\t%s\t%s\t%s\n", ControllerWFGuard, ControllerArgo, rawClient)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Figure, r.WFGuard, r.Argo, r.Raw)
+	}
+	tw.Flush()
+	for _, r := range rows {
+		if strings.HasSuffix(r.Figure, "¹") {
+			fmt.Fprintf(w, "¹ wfguard: %s (where `wfguard action` returns); argo: %s.\n", howWFGuard, howArgo)
+			return
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clockTicksPerSecond is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicksPerSecond = 100
+
+// cpuSeconds is the user + system CPU time a process has used, from /proc/<pid>/stat.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
+	}
+	return parseCPUSeconds(string(data))
+}
+
+// parseCPUSeconds reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line. The command name
+// (field 2) is in parentheses and may hold spaces and parentheses, so fields are counted after its last ')'.
+func parseCPUSeconds(stat string) (float64, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("parsing /proc stat %q: no command name", stat)
+	}
+	fields := strings.Fields(stat[end+1:])
+	// fields[0] is field 3 (state), so utime (14) and stime (15) are fields[11] and fields[12].
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("parsing /proc stat: %d fields after the command name, want at least 13", len(fields))
+	}
+	utime, err := strconv.ParseUint(fields[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing utime %q: %w", fields[11], err)
+	}
+	stime, err := strconv.ParseUint(fields[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing stime %q: %w", fields[12], err)
+	}
+	return float64(utime+stime) / clockTicksPerSecond, nil
+}
+
+// rssBytes is a process's resident set size, from VmRSS in /proc/<pid>/status.
+func rssBytes(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the RSS of process %d: %w", pid, err)
+	}
+	return parseRSSBytes(string(data))
+}
+
+// parseRSSBytes reads the "VmRSS:  1234 kB" line of a /proc/<pid>/status.
+func parseRSSBytes(status string) (float64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "VmRSS" {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("parsing VmRSS %q: want \"<n> kB\"", strings.TrimSpace(v))
+		}
+		kib, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing VmRSS %q: %w", f[0], err)
+		}
+		return float64(kib) * 1024, nil
+	}
+	return 0, fmt.Errorf("parsing /proc status: no VmRSS line")
+}

@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"os"
+	"testing"
+)
+
+func TestProcReaders(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stat    string
+		wantCPU float64
+		wantErr bool
+	}{
+		{"utime and stime are summed and turned from clock ticks into seconds",
+			"4242 (wfguard) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 130 0 0 20 0 12 0 100 0 0", 3.8, false},
+		{"a command name with spaces and parentheses does not shift the fields",
+			"77 (a (b) c) R 1 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 0 0", 0.1, false},
+		{"a line cut short is an error, not zero",
+			"77 (x) R 1 77 77", 0, true},
+		{"a line without a command name is an error",
+			"77 x R 1", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCPUSeconds(tc.stat)
+			if (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.wantCPU) {
+				t.Errorf("parseCPUSeconds = %v, %v; want %v (error %v)", got, err, tc.wantCPU, tc.wantErr)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		status  string
+		want    float64
+		wantErr bool
+	}{
+		{"VmRSS in kB is read as bytes", "Name:\twfguard\nVmPeak:\t  900 kB\nVmRSS:\t   2048 kB\nThreads:\t12\n", 2048 * 1024, false},
+		{"a status without VmRSS is an error", "Name:\tzombie\nState:\tZ (zombie)\n", 0, true},
+		{"a VmRSS in another unit is an error", "VmRSS:\t2 MB\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRSSBytes(tc.status)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("parseRSSBytes = %v, %v; want %v (error %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	t.Run("this process's own CPU time and RSS are read from /proc", func(t *testing.T) {
+		if cpu, err := cpuSeconds(os.Getpid()); err != nil || cpu < 0 {
+			t.Errorf("cpuSeconds(self) = %v, %v", cpu, err)
+		}
+		if rss, err := rssBytes(os.Getpid()); err != nil || rss <= 0 {
+			t.Errorf("rssBytes(self) = %v, %v", rss, err)
+		}
+	})
+}
+
+func TestMemorySettles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		samples []float64
+		want    bool
+	}{
+		{"too few samples have not settled", []float64{100, 100}, false},
+		{"three samples within 1% have settled", []float64{50, 100, 100.5, 101}, true},
+		{"a sample still growing has not settled", []float64{100, 100, 103}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := settled(tc.samples, 3, 0.01); got != tc.want {
+				t.Errorf("settled(%v) = %v, want %v", tc.samples, got, tc.want)
+			}
+		})
+	}
+}

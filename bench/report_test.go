@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+)
+
+// sampleReport is a report of both controllers with round figures, evaluated.
+func sampleReport(controllers ...string) *Report {
+	zero := 0.0
+	r := &Report{Controllers: controllers, Sizes: Sizes{Actions: 50, MemoryWorkflows: 10000, LateResultDelaySecs: 30},
+		Latency: map[string]*LatencyResult{}, Actions: map[string]*ActionsResult{}, LateResults: map[string]*LateResultsResult{},
+		Memory: map[string]*MemoryResult{}}
+	r.Throughput = &ThroughputResult{Workflows: 10, Pods: 50, Controllers: map[string]*ControllerThroughput{},
+		Raw: RunStats{WorkflowsPerSec: 4, PodsPerSec: 20, WritesPerPod: 3.4, Calls: []APICall{{Call: "create pods", Total: 50, PerPod: 1}}}}
+	for i, c := range controllers {
+		k := float64(i + 1) // wfguard 1, argo 2
+		r.Latency[c] = &LatencyResult{All: Latencies{Count: 17, P50Ms: 10 * k, P99Ms: 100 * k}}
+		run := ControllerRun{RunStats: RunStats{WorkflowsPerSec: 4 / k, PodsPerSec: 20 / k, Calls: []APICall{
+			{Call: "create pods", Total: 50, PerPod: 1}, {Call: fmt.Sprintf("patch pods"), Total: int(50 * k), PerPod: k}}},
+			CPUSecondsPer1000: 3 * k, Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 10}}
+		if c == ControllerWFGuard {
+			run.Counters = map[string]float64{"wfguard_pods_created_total": 50, "wfguard_pod_finalizers_released_total{reason=persisted}": 50}
+			run.DirectReads = &zero
+		}
+		r.Throughput.Controllers[c] = &ControllerThroughput{ControllerRun: run, Ratio: 1 / k}
+		r.Actions[c] = &ActionsResult{Concurrent: 50, All: Latencies{Count: 100, P50Ms: 20 * k, P99Ms: 200 * k}, Suspend: Latencies{Count: 50, P50Ms: 20 * k, P99Ms: 200 * k}}
+		r.LateResults[c] = &LateResultsResult{Pods: 12, SucceededWithoutOutputs: 3 * i, Run: ControllerRun{RunStats: RunStats{Seconds: 95 * k}}}
+		r.Memory[c] = &MemoryResult{Workflows: 10000, LoadedRSSBytes: 100 << 20 * k, BaselineRSSBytes: 20 << 20}
+	}
+	r.Memory[controllers[0]].LoadedHeapInuseBytes = 50 << 20
+	r.evaluate()
+	return r
+}
+
+func row(rows []ComparisonRow, figure string) *ComparisonRow {
+	for i := range rows {
+		if rows[i].Figure == figure {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
+func TestTheComparisonTable(t *testing.T) {
+	both := sampleReport(ControllerWFGuard, ControllerArgo)
+	for _, tc := range []struct {
+		name               string
+		report             *Report
+		figure             string
+		wfguard, argo, raw string
+	}{
+		{"throughput shows wfguard, argo and the raw client side by side", both, "throughput pods/s", "20.0", "10.0", "20.0"},
+		{"the ratio to raw is the raw client's 100% beside each controller's", both, "throughput ratio to raw", "100%", "50%", "100%"},
+		{"each call of any column gets a row, 0.00 where a column made none", both, "API calls per pod: patch pods", "1.00", "2.00", "0.00"},
+		{"CPU per 1,000 pods is the controllers' alone", both, "CPU s per 1,000 pods (controller process)", "3.00", "6.00", "-"},
+		{"scheduling latency has no raw figure", both, "scheduling latency p50 / p99", "10.0 / 100.0 ms (n=17)", "20.0 / 200.0 ms (n=17)", "-"},
+		{"lost outputs are counted per controller", both, "late results (30 s watch delay): outputs lost", "0 of 12 pods", "3 of 12 pods", "-"},
+		{"a heap argo did not report reads n/a", both, "heap in use, 10000 workflows cached (baseline)", "50.0 MiB (n/a)", "n/a (n/a)", "-"},
+		{"a controller not run has dashes", sampleReport(ControllerWFGuard), "throughput pods/s", "20.0", "-", "20.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := row(tc.report.Comparison, tc.figure)
+			if got == nil {
+				t.Fatalf("no row %q in %+v", tc.figure, tc.report.Comparison)
+			}
+			if got.WFGuard != tc.wfguard || got.Argo != tc.argo || got.Raw != tc.raw {
+				t.Errorf("%q = %q / %q / %q, want %q / %q / %q", tc.figure, got.WFGuard, got.Argo, got.Raw, tc.wfguard, tc.argo, tc.raw)
+			}
+		})
+	}
+	t.Run("the printed table has one line per row with the three columns in order", func(t *testing.T) {
+		var b bytes.Buffer
+		both.WriteText(&b)
+		text := b.String()
+		if !regexp.MustCompile(`(?m)^figure +wfguard +argo +raw client$`).MatchString(text) {
+			t.Fatalf("no header naming wfguard, argo and the raw client:\n%s", text)
+		}
+		for _, r := range both.Comparison {
+			if !strings.Contains(text, r.Figure) {
+				t.Errorf("the printed table lacks %q", r.Figure)
+			}
+		}
+		if !strings.Contains(text, "¹ wfguard: "+howWFGuard) {
+			t.Errorf("the table does not say what the client's return is for each controller:\n%s", text)
+		}
+	})
+	t.Run("targets keep wfguard's verdict and put argo's figure and verdict beside it", func(t *testing.T) {
+		var lat Target
+		for _, tg := range both.Targets {
+			if tg.Name == "scheduling latency" {
+				lat = tg
+			}
+		}
+		if lat.Verdict != verdictMet || lat.ArgoVerdict != verdictMet || !strings.Contains(lat.ArgoMeasured, "p99 200.0 ms") {
+			t.Errorf("scheduling latency target: %+v", lat)
+		}
+		for _, tg := range both.Targets {
+			if tg.Name == "orphan sweep" && (tg.ArgoVerdict != verdictNotRun || tg.ArgoMeasured != "-") {
+				t.Errorf("argo has no orphan sweep figure, got %+v", tg)
+			}
+		}
+	})
+	t.Run("the JSON report holds the comparison rows", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := both.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		var back Report
+		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Comparison) != len(both.Comparison) || back.Comparison[0] != both.Comparison[0] {
+			t.Errorf("comparison after a JSON round trip: %+v", back.Comparison)
+		}
+	})
+}
+
+func TestScrapingKeepsEachLabelledSeriesAndSumsEachMetricByName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# HELP x\n# TYPE wfguard_pod_finalizers_released_total counter\n"+
+			"wfguard_pod_finalizers_released_total{reason=\"persisted\"} 6\n"+
+			"wfguard_pod_finalizers_released_total{reason=\"orphaned\"} 2\n"+
+			"go_memstats_heap_inuse_bytes 1.5e+06\n")
+	}))
+	defer srv.Close()
+	m, err := scrape(t.Context(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"wfguard_pod_finalizers_released_total": 8, "wfguard_pod_finalizers_released_total{reason=persisted}": 6,
+		"go_memstats_heap_inuse_bytes": 1.5e6} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+}
