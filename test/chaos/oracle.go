@@ -59,8 +59,8 @@ var messageOf = map[causeClass]*regexp.Regexp{
 	causeClass(fateExitCode): regexp.MustCompile(`exit code 1\b`),
 	causeClass(fateNoResult): regexp.MustCompile(`TaskResultTimeout|task result`),
 	causeClass(fateEvicted):  regexp.MustCompile(`low on resource|Evicted`),
-	causeClass(fateDeleted):  regexp.MustCompile(`pod deleted|exit code 143`), // a graceful delete SIGTERMs main
-	causeShutdown:            regexp.MustCompile(`Stopped with strategy`),
+	causeClass(fateDeleted):  regexp.MustCompile(`pod deleted|exit code 143`),                             // a graceful delete SIGTERMs main
+	causeShutdown:            regexp.MustCompile(`Stopped with strategy|workflow shutdown with strategy`), // the second: a node the shutdown never started
 }
 
 // classify reads the cause a failed node's message reports.
