@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wfguard/wfguard/sandbox/controlplane"
+	"github.com/wfguard/wfguard/test/harness"
 )
 
 // differential is what both the subset in make test and make compat need: the module root, argo's examples
@@ -20,14 +20,7 @@ type differential struct {
 
 func newDifferential(t *testing.T) *differential {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := harness.ModuleRoot(t)
 	version, err := ArgoVersion(root)
 	if err != nil {
 		t.Fatal(err)
