@@ -130,13 +130,13 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 		if a.Spec.Stop != nil {
 			message = a.Spec.Stop.Message
 		}
-		return shutDown(wf, ext, wfv1.ShutdownStrategyStop, message)
+		return shutDown(wf, ext, wfv1.ShutdownStrategyStop, "stopping", message)
 	case v1alpha1.ActionTerminate:
 		var message string
 		if a.Spec.Terminate != nil {
 			message = a.Spec.Terminate.Message
 		}
-		return shutDown(wf, ext, wfv1.ShutdownStrategyTerminate, message)
+		return shutDown(wf, ext, wfv1.ShutdownStrategyTerminate, "terminating", message)
 	default:
 		return failed(ReasonUnknownAction, "unknown action %q (want Suspend, Resume, Stop, Terminate or Retry)", a.Spec.Action)
 	}
@@ -144,13 +144,12 @@ func Apply(wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAct
 
 // shutDown accepts a Stop or Terminate of the whole workflow, with the requester's message for its final
 // message; a repeated one succeeds without a change (no dedup of requests, as the design says).
-func shutDown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy, message string) Outcome {
+func shutDown(wf *wfv1.Workflow, ext *extstatus.Extensions, s wfv1.ShutdownStrategy, verb, message string) Outcome {
 	if ext.Shutdown == s {
 		return alreadyInEffect(fmt.Sprintf("workflow %s was already shutting down with strategy %s; nothing changed", wf.Name, s))
 	}
 	mirrorShutdown(wf, ext, s)
 	ext.ShutdownMessage = truncate.String(message, MaxMessageLength)
-	verb := map[wfv1.ShutdownStrategy]string{wfv1.ShutdownStrategyStop: "stopping", wfv1.ShutdownStrategyTerminate: "terminating"}[s]
 	if message == "" {
 		return succeeded("workflow " + verb)
 	}

@@ -63,7 +63,7 @@ func (d *decodeCache) unchanged(key string, loaded *unstructured.Unstructured, w
 	d.mu.Lock()
 	e := d.byKey[key]
 	d.mu.Unlock()
-	return e != nil && e.loaded == loaded && equalExtensions(e.ext, *ext) && wfEqual(e.wf, wf)
+	return e != nil && e.loaded == loaded && equality.Semantic.DeepEqual(e.ext, *ext) && equality.Semantic.DeepEqual(e.wf, wf)
 }
 
 // forget drops a key: its workflow completed or is gone.
@@ -84,7 +84,3 @@ func copyExtensions(ext extstatus.Extensions) extstatus.Extensions {
 	out.RetryCleanupSince = ext.RetryCleanupSince.DeepCopy()
 	return out
 }
-
-func equalExtensions(a, b extstatus.Extensions) bool { return equality.Semantic.DeepEqual(a, b) }
-
-func wfEqual(a, b *wfv1.Workflow) bool { return equality.Semantic.DeepEqual(a, b) }
