@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/extstatus"
@@ -32,33 +33,20 @@ func informationalOnly(before, after *unstructured.Unstructured) bool {
 // written outcome no longer needs), so it rides with the workflow's next write instead of costing one. A new
 // or changed record is never held back (I4).
 func onlyPruned(before, after *unstructured.Unstructured) bool {
-	if !prunedOnly(before.Object, after.Object) {
-		return false
-	}
-	held := after.DeepCopy()
-	setAppliedRecords(held.Object, appliedRecords(before.Object))
-	return equality.Semantic.DeepEqual(before.Object, held.Object)
+	return prunedOnly(before.Object, after.Object) &&
+		equality.Semantic.DeepEqual(withoutRecords(before.Object), withoutRecords(after.Object))
 }
 
-// appliedRecords are the write-ahead records of an object (status.appliedActions and their annotation
-// mirror), nil when it has none.
-func appliedRecords(u map[string]any) []any {
-	records, _, _ := unstructured.NestedFieldNoCopy(u, "status", "appliedActions")
-	mirror, _, _ := unstructured.NestedFieldNoCopy(u, "metadata", "annotations", extstatus.AnnotationAppliedActions)
-	return []any{records, mirror}
-}
-
-func setAppliedRecords(u map[string]any, r []any) {
-	for i, path := range [][]string{{"status", "appliedActions"}, {"metadata", "annotations", extstatus.AnnotationAppliedActions}} {
-		if r[i] == nil {
-			unstructured.RemoveNestedField(u, path...)
-		} else {
-			_ = unstructured.SetNestedField(u, r[i], path...)
-		}
+// withoutRecords is a copy of u without its write-ahead records (status.appliedActions and their annotation
+// mirror).
+func withoutRecords(u map[string]any) map[string]any {
+	out := runtime.DeepCopyJSON(u)
+	unstructured.RemoveNestedField(out, "status", "appliedActions")
+	unstructured.RemoveNestedField(out, "metadata", "annotations", extstatus.AnnotationAppliedActions)
+	if annotations, ok, _ := unstructured.NestedMap(out, "metadata", "annotations"); ok && len(annotations) == 0 {
+		unstructured.RemoveNestedField(out, "metadata", "annotations")
 	}
-	if annotations, ok, _ := unstructured.NestedMap(u, "metadata", "annotations"); ok && len(annotations) == 0 {
-		unstructured.RemoveNestedField(u, "metadata", "annotations")
-	}
+	return out
 }
 
 // prunedOnly reports whether after's write-ahead records are before's with some removed and none added.
