@@ -47,7 +47,7 @@ func Settleable(persisted *wfv1.Workflow, pods map[string]*corev1.Pod) []Settlem
 		s := Settlement{
 			Pod:      pod,
 			Release:  slices.Contains(pod.Finalizers, Finalizer) && (done || (ok && node.Fulfilled())),
-			Complete: !IsCompleted(pod) && (done || (ok && final(node))),
+			Complete: !IsCompleted(pod) && (done || (ok && Final(node))),
 		}
 		if s.Release || s.Complete {
 			out = append(out, s)
@@ -57,9 +57,9 @@ func Settleable(persisted *wfv1.Workflow, pods map[string]*corev1.Pod) []Settlem
 	return out
 }
 
-// final is a node that will never change again: terminal (or skipped) with its result synced. Unlike
-// NodeStatus.Fulfilled, a daemoned node still running is not final.
-func final(n wfv1.NodeStatus) bool {
+// Final reports whether a node will never change again: terminal (or skipped) with its result synced.
+// Unlike NodeStatus.Fulfilled, a daemoned node still running is not final.
+func Final(n wfv1.NodeStatus) bool {
 	return n.Phase.Fulfilled(n.TaskResultSynced) && (n.TaskResultSynced == nil || *n.TaskResultSynced)
 }
 
