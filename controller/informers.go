@@ -99,8 +99,10 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	s.workflows = cache.NewSharedIndexInformer(c.listWatch("workflows", instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return workflows.List(ctx, o) }, workflows.Watch),
 		&unstructured.Unstructured{}, c.opts.ResyncPeriod, cache.Indexers{})
+	// Completed pods (labelled once their node's final state is persisted, by us or by argo) leave the
+	// cache, so its memory follows running work rather than history.
 	pods := c.kube.CoreV1().Pods(c.opts.Namespace)
-	s.pods = cache.NewSharedIndexInformer(c.listWatch("pods", selector+","+instance,
+	s.pods = cache.NewSharedIndexInformer(c.listWatch("pods", selector+","+common.LabelKeyCompleted+"!=true,"+instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) }, pods.Watch),
 		&corev1.Pod{}, c.opts.ResyncPeriod, cache.Indexers{})
 	results := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(c.opts.Namespace)
@@ -144,6 +146,12 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		},
 		DeleteFunc: func(obj any) {
 			c.forgetWrites(obj)
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, err := meta.Accessor(obj); err == nil {
+				c.podgc.Forget(o.GetUID())
+			}
 			c.forgetDeferred(obj)
 			c.enqueueObject(obj)
 		},

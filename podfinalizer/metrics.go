@@ -36,6 +36,7 @@ type metrics struct {
 	releaseErrors         prometheus.Counter
 	heldPods              *prometheus.GaugeVec
 	releaseLatency        prometheus.Histogram
+	labelledCompleted     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -52,8 +53,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"age"}),
 		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
 			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
+		labelledCompleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_labelled_completed_total",
+			Help: "Pods labelled workflows.argoproj.io/completed=true once their node's final state was persisted (or their workflow was gone); the label takes them out of the controller's pod cache."}),
 	}
-	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency} {
+	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency, m.labelledCompleted} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering pod finalizer metrics: %w", err)
 		}
