@@ -159,7 +159,10 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		return nil, fmt.Errorf("adding workflow handlers: %w", err)
 	}
 	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj)) },
+		AddFunc: func(obj any) {
+			c.releaser.PodAdded(obj)
+			c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj))
+		},
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
 				c.releaser.PodUpdated(obj)
@@ -313,6 +316,16 @@ func (c *Controller) podsOf(wf *wfv1.Workflow) map[string]*corev1.Pod {
 			node = &n
 		}
 		if !c.ours(owner, node, pod) {
+			continue
+		}
+		pods[id] = pod
+	}
+	// A pod someone else labelled completed left the cache still holding the finalizer: its node's pass
+	// still settles it, or reads it back when its node is not final (findMissingPods).
+	for _, pod := range c.releaser.Departed(string(wf.UID)) {
+		id := pod.Annotations[common.AnnotationKeyNodeID]
+		n, ok := wf.Status.Nodes[id]
+		if _, cached := pods[id]; cached || !ok || !c.ours(owner, &n, pod) {
 			continue
 		}
 		pods[id] = pod

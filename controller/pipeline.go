@@ -299,8 +299,10 @@ const ReasonInvalidAnnotation = "InvalidAnnotation"
 func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	for id, n := range p.WF.Status.Nodes {
-		if n.Type != wfv1.NodeTypePod || n.Phase.Fulfilled(n.TaskResultSynced) || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace ||
-			engine.WaitingForLock(&n) {
+		// A departed pod (labelled completed by someone else, Releaser.Departed) is a stale copy: read now.
+		departed := p.Pods[id] != nil && c.releaser.IsDeparted(p.Pods[id])
+		if n.Type != wfv1.NodeTypePod || n.Phase.Fulfilled(n.TaskResultSynced) || (p.Pods[id] != nil && !departed) ||
+			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) {
 			continue
 		}
 		if budget <= 0 {
@@ -324,6 +326,10 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 			}
 			p.Unverified[id] = true
 			p.retrySoon()
+		case departed:
+			// Gone, or replaced by a pod that is not this node's: the kept copy is of no use any more.
+			c.releaser.ForgetDeparted(p.Pods[id])
+			delete(p.Pods, id)
 		}
 	}
 }

@@ -59,17 +59,19 @@ func (e *Expectations) Observed(pod *corev1.Pod) {
 }
 
 // Forget moves the expectation of a pod that left the cache to the departed generations, which are
-// dropped two generations later, so the set stays bounded.
-func (e *Expectations) Forget(uid types.UID) {
+// dropped two generations later, so the set stays bounded. It reports whether there was one: the pod left
+// because of our own patch.
+func (e *Expectations) Forget(uid types.UID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rv, ok := e.released[uid]
 	if !ok {
-		return
+		return false
 	}
 	delete(e.released, uid)
 	if len(e.left) >= leftGeneration || e.left == nil {
 		e.leftBefore, e.left = e.left, map[types.UID]string{}
 	}
 	e.left[uid] = rv
+	return true
 }

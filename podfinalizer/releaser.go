@@ -64,6 +64,7 @@ type Releaser struct {
 	cfg          Config
 	metrics      *metrics
 	expectations Expectations
+	departed     departed
 }
 
 // NewReleaser builds a Releaser and registers its metrics.
@@ -72,7 +73,7 @@ func NewReleaser(cfg Config) (*Releaser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Releaser{cfg: cfg, metrics: m}, nil
+	return &Releaser{cfg: cfg, metrics: m, departed: newDeparted(cfg.Pods)}, nil
 }
 
 // ReleasePersisted settles the pods whose final state is persisted in wf (Settleable): it removes the
@@ -145,6 +146,7 @@ func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, matc
 	if err != nil {
 		return err
 	}
+	objs = append(objs, r.departed.byIndex(index, value)...)
 	var due []Settlement
 	for _, o := range objs {
 		if pod := o.(*corev1.Pod); match(pod) && !r.expectations.Pending(pod) {
@@ -201,9 +203,20 @@ func (r *Releaser) settle(ctx context.Context, s Settlement, reason string) (*co
 		return nil, err
 	}
 	if updated == nil {
+		r.departed.drop(s.Pod)
 		return nil, nil // nothing left to do, or the pod is gone
 	}
 	r.expectations.Expect(updated.UID, updated.ResourceVersion)
+	if kept := r.departed.get(s.Pod); kept != nil && !slices.Contains(updated.Finalizers, Finalizer) {
+		r.departed.drop(s.Pod)
+		// A watch reports a pod leaving its selector with the version of the change that made it leave:
+		// the same version as this patch means this patch did (its expectation came too late).
+		if kept.ResourceVersion != updated.ResourceVersion && slices.Contains(s.Pod.Finalizers, Finalizer) {
+			r.metrics.departedReleased.Inc()
+			r.cfg.Log.Warn("released the status finalizer of a pod that had left the pod cache holding it (someone else changed a label the cache selects on)",
+				"pod", s.Pod.Namespace+"/"+s.Pod.Name)
+		}
+	}
 	if s.Release && !slices.Contains(updated.Finalizers, Finalizer) && slices.Contains(s.Pod.Finalizers, Finalizer) {
 		r.metrics.finalizersReleased.WithLabelValues(reason).Inc()
 	}
@@ -214,19 +227,53 @@ func (r *Releaser) settle(ctx context.Context, s Settlement, reason string) (*co
 	return updated, nil
 }
 
+// PodAdded is the pod cache's add handler: a pod that departed holding the finalizer (Departed) and had
+// its label set back is in the cache again.
+func (r *Releaser) PodAdded(obj any) {
+	if pod, ok := podOf(obj); ok {
+		r.departed.drop(pod)
+	}
+}
+
 // PodUpdated is the pod cache's update handler: it drops the expectation once the cache shows the pod
 // without our finalizer. Objects other than pods are ignored.
 func (r *Releaser) PodUpdated(obj any) {
 	if pod, ok := podOf(obj); ok {
 		r.expectations.Observed(pod)
+		r.departed.drop(pod)
 	}
 }
 
-// PodDeleted is the pod cache's delete handler: a pod that is gone needs no expectation.
+// PodDeleted is the pod cache's delete handler: a pod that is gone needs no expectation. A pod that left
+// the cache still holding the finalizer, not by our own patch, is kept aside (Departed) so its release is
+// not lost, and its workflow is looked at. Our own settling patch may reach the cache before its
+// expectation is recorded: the pod is then kept aside until that same pass drops it, which it does before
+// any other pass of the workflow can run.
 func (r *Releaser) PodDeleted(obj any) {
-	if pod, ok := podOf(obj); ok {
-		r.expectations.Forget(pod.UID)
+	pod, ok := podOf(obj)
+	if !ok {
+		return
 	}
+	if r.expectations.Forget(pod.UID) {
+		return
+	}
+	r.departed.left(pod)
+}
+
+// IsDeparted reports whether pod is a copy kept aside after it left the cache holding the finalizer.
+func (r *Releaser) IsDeparted(pod *corev1.Pod) bool { return r.departed.has(pod) }
+
+// ForgetDeparted drops a departed pod that is gone or was replaced.
+func (r *Releaser) ForgetDeparted(pod *corev1.Pod) { r.departed.drop(pod) }
+
+// Departed returns the pods of the workflow with uid that left the pod cache still holding the finalizer
+// (someone else labelled them completed): the controller's pass looks at them with the cached ones.
+func (r *Releaser) Departed(uid string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range r.departed.byIndex(r.cfg.PodsByWorkflowUID, uid) {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {

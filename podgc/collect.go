@@ -150,7 +150,8 @@ func (c *Collector) completedPods(ctx context.Context, wf *wfv1.Workflow) (map[s
 		if list.Continue == "" {
 			return out, nil
 		}
-		opts.Continue = list.Continue
+		// A continued list must not name a resourceVersion: the token carries it.
+		opts.Continue, opts.ResourceVersion = list.Continue, ""
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
@@ -124,6 +125,10 @@ func TestCompletedPodsAreLabelledInTheReleasingPatchAndLeaveThePodCache(t *testi
 	}
 	if got := e.Metric("wfguard_finalizer_released_before_persist_total", nil); got != 0 {
 		t.Errorf("released before persist = %v, want 0", got)
+	}
+	// Our own patch takes the pods out of the cache: none counts as having left it holding the finalizer.
+	if got := e.Metric("wfguard_departed_pod_finalizers_released_total", nil); got != 0 {
+		t.Errorf("departed pods released = %v, want 0", got)
 	}
 }
 
@@ -309,4 +314,53 @@ func (e *env) stored(name string) *wfv1.Workflow {
 		e.t.Fatalf("reading workflow %s: %v", name, err)
 	}
 	return wf
+}
+
+func TestAPodRelabelledByAnotherIdentityBeforeItsReleaseStillLosesTheFinalizer(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		patch    string
+	}{
+		{"a pod labelled completed before its release is released", labelCompleted},
+		{"a pod whose workflow label is removed before its release is released", `{"metadata":{"labels":{"workflows.argoproj.io/workflow":null}}}`},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			points := faultinject.NewPoints()
+			e := newEnv(t, envOptions{points: points})
+			// Every release fails until disarmed: the node's final state is persisted, the finalizer held.
+			points.Fail(faultinject.PointBeforeFinalizerRelease, 0)
+			wf := e.Submit(manifest(`
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}
+`, "window"))
+			if err := points.WaitHit(t.Context(), faultinject.PointBeforeFinalizerRelease, 1); err != nil {
+				t.Fatal(err)
+			}
+			done := e.WaitCompleted(wf.Name)
+			pod := e.PodOf(done, "window")
+			if !slices.Contains(pod.Finalizers, common.FinalizerPodStatus) {
+				t.Fatalf("finalizers = %v, want the status finalizer still held while releases fail", pod.Finalizers)
+			}
+			mallory := grantPodPatch(t, e, "mallory")
+			if _, err := mallory.CoreV1().Pods(e.Namespace).Patch(t.Context(), pod.Name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{}); err != nil {
+				t.Fatalf("patching the pod as mallory: %v", err)
+			}
+			// The pod leaves the cache still holding the finalizer; the controller keeps it aside.
+			harness.Until(t, "the pod out of the cache", 30*time.Second, func(ctx context.Context) bool {
+				return e.Metric("wfguard_pods_cached", nil) == 0
+			})
+			points.Disarm(faultinject.PointBeforeFinalizerRelease)
+			harness.Until(t, "the status finalizer released", 30*time.Second, func(ctx context.Context) bool {
+				final, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				return err == nil && !slices.Contains(final.Finalizers, common.FinalizerPodStatus)
+			})
+			if got := e.Metric("wfguard_departed_pod_finalizers_released_total", nil); got != 1 {
+				t.Errorf("departed pods released = %v, want 1", got)
+			}
+		})
+	}
 }
