@@ -95,6 +95,9 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 				t.Errorf("%s actions: %+v", c, a)
 			}
 		}
+		if a := r.RawActions; a == nil || a.Suspend.Count != 3 || a.Resume.Count != 3 || a.SuspendVisible.Count != 3 || a.Failed != 0 {
+			t.Errorf("the raw client's floor: %+v", a)
+		}
 	})
 	t.Run("late results lose no output under wfguard, which reads past the delayed cache", func(t *testing.T) {
 		l := r.LateResults[ControllerWFGuard]

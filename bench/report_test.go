@@ -37,6 +37,9 @@ func sampleReport(controllers ...string) *Report {
 		r.Memory[c] = &MemoryResult{Workflows: 10000, LoadedRSSBytes: 100 << 20 * k, BaselineRSSBytes: 20 << 20}
 	}
 	r.Memory[controllers[0]].LoadedHeapInuseBytes = 50 << 20
+	if len(controllers) > 1 {
+		r.RawActions = &ActionsResult{Concurrent: 50, All: Latencies{Count: 100, P50Ms: 5, P99Ms: 50}, Suspend: Latencies{Count: 50, P50Ms: 5, P99Ms: 50}}
+	}
 	r.evaluate()
 	return r
 }
@@ -66,6 +69,8 @@ func TestTheComparisonTable(t *testing.T) {
 		{"lost outputs are counted per controller", both, "late results (30 s watch delay): outputs lost", "0 of 12 pods", "3 of 12 pods", "-"},
 		{"a heap argo did not report reads n/a", both, "heap in use, 10000 workflows cached (baseline)", "50.0 MiB (n/a)", "n/a (n/a)", "-"},
 		{"a controller not run has dashes", sampleReport(ControllerWFGuard), "throughput pods/s", "20.0", "-", "20.0"},
+		{"action latency puts the raw client's floor beside both controllers", both, "suspend p50 / p99, to the client's return¹", "20.0 / 200.0 ms (n=50)", "40.0 / 400.0 ms (n=50)", "5.0 / 50.0 ms (n=50)"},
+		{"action latency without a raw run has a dash", sampleReport(ControllerWFGuard), "suspend p50 / p99, to the client's return¹", "20.0 / 200.0 ms (n=50)", "-", "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := row(tc.report.Comparison, tc.figure)
@@ -122,6 +127,35 @@ func TestTheComparisonTable(t *testing.T) {
 			t.Errorf("comparison after a JSON round trip: %+v", back.Comparison)
 		}
 	})
+}
+
+func TestTheActionTargetAndItsFloor(t *testing.T) {
+	for _, tc := range []struct {
+		sentence    string
+		concurrent  int
+		p99Ms       float64
+		wantTarget  string
+		wantVerdict string
+	}{
+		{"50 concurrent actions are held to DESIGN.md's 500 ms", 50, 450, "p99 < 500 ms with 50 concurrent", "met"},
+		{"50 concurrent actions over 500 ms miss it", 50, 600, "p99 < 500 ms with 50 concurrent", "NOT MET"},
+		{"500 concurrent actions are held to the issue's 1 s", 500, 900, "p99 < 1000 ms with 500 concurrent", "met"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			r := sampleReport(ControllerWFGuard, ControllerArgo)
+			r.Sizes.Actions = tc.concurrent
+			r.Actions[ControllerWFGuard].All.P99Ms = tc.p99Ms
+			r.evaluate()
+			for _, tg := range r.Targets {
+				if tg.Name != "WorkflowAction latency" {
+					continue
+				}
+				if tg.Target != tc.wantTarget || tg.Verdict != tc.wantVerdict || !strings.Contains(tg.Measured, "raw client's floor p99 50.0 ms") {
+					t.Errorf("target %q measured %q verdict %q, want %q with the floor and %q", tg.Target, tg.Measured, tg.Verdict, tc.wantTarget, tc.wantVerdict)
+				}
+			}
+		})
+	}
 }
 
 func TestScrapingKeepsEachLabelledSeriesAndSumsEachMetricByName(t *testing.T) {
