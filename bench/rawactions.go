@@ -13,7 +13,7 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 )
 
-const howRaw = "raw client: WorkflowAction create, workflow spec.suspend patch, action status update → return"
+const howRaw = "raw client: WorkflowAction create, workflow spec.suspend patch, action status update → outcome seen on a watch"
 
 // actionsRaw is the control plane's floor for the same bursts: with no controller, a raw client does per
 // request the three writes the action contract needs at the least (create the WorkflowAction, change the
@@ -40,7 +40,12 @@ func (e *env) actionsRaw(ctx context.Context) (*ActionsResult, error) {
 		return nil, err
 	}
 	res := &ActionsResult{Concurrent: e.opts.Actions, How: howRaw}
-	send := rawActionRequester(e.argo, client.Namespace(ns), ns)
+	terminal, stopWatch, err := watchTerminal(ctx, client.Namespace(ns))
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatch()
+	send := rawActionRequester(e.argo, client.Namespace(ns), ns, terminal)
 	var all, allVisible []time.Duration
 	for _, kind := range []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume} {
 		returned, visible, failed, err := burst(ctx, obs, send, wfs, kind)
@@ -59,8 +64,10 @@ func (e *env) actionsRaw(ctx context.Context) (*ActionsResult, error) {
 	return res, nil
 }
 
-// rawActionRequester does one request's three writes in order, as the controller's pass would have them.
-func rawActionRequester(argo versioned.Interface, actions *v1alpha1.NamespacedClient, ns string) requester {
+// rawActionRequester does one request's three writes in order, as the controller's pass would have them,
+// and returns when the bench's watch sees the outcome, as wfguard's requester does (`wfguard action` waits
+// on a watch).
+func rawActionRequester(argo versioned.Interface, actions *v1alpha1.NamespacedClient, ns string, terminal *terminalTimes) requester {
 	return func(ctx context.Context, workflow, kind string) (bool, error) {
 		a, err := actions.Create(ctx, &v1alpha1.WorkflowAction{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: workflow + "-"},
@@ -80,6 +87,9 @@ func rawActionRequester(argo versioned.Interface, actions *v1alpha1.NamespacedCl
 		a.Status = v1alpha1.WorkflowActionStatus{Phase: v1alpha1.PhaseSucceeded, Reason: "Applied", CompletionTime: &now}
 		if _, err := actions.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
 			return false, fmt.Errorf("writing the outcome of action %s: %w", a.Name, err)
+		}
+		if _, _, err := terminal.wait(ctx, a.Name); err != nil {
+			return false, fmt.Errorf("waiting to see the outcome of action %s: %w", a.Name, err)
 		}
 		return false, nil
 	}
