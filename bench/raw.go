@@ -31,7 +31,8 @@ const (
 	// create and one final update. That is the least a correct controller must write.
 	rawMinimum rawMode = iota
 	// rawPipeline is DESIGN.md's yardstick, the pipeline's creates and updates without a controller: the
-	// writes wfguard makes that users see, in wfguard's order and with its coalescing (pipelineWorkflow).
+	// writes wfguard makes that users see, in wfguard's order, each running node shown Running once
+	// (pipelineWorkflow).
 	rawPipeline
 )
 
