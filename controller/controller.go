@@ -239,6 +239,9 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.inf, err = c.newInformers(); err != nil {
 		return nil, err
 	}
+	if err := registerCachedPods(opts.Registry, c.inf.pods.GetStore()); err != nil {
+		return nil, err
+	}
 	c.events = record.NewBroadcaster(record.WithContext(context.Background()))
 	eventScheme := runtime.NewScheme()
 	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme), actionsv1.AddToScheme(eventScheme)); err != nil {

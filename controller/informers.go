@@ -99,8 +99,10 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	s.workflows = cache.NewSharedIndexInformer(c.listWatch("workflows", instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return workflows.List(ctx, o) }, workflows.Watch),
 		&unstructured.Unstructured{}, c.opts.ResyncPeriod, cache.Indexers{})
+	// Completed pods (labelled once their node's final state is persisted, by us or by argo) leave the
+	// cache, so its memory follows running work rather than history.
 	pods := c.kube.CoreV1().Pods(c.opts.Namespace)
-	s.pods = cache.NewSharedIndexInformer(c.listWatch("pods", selector+","+instance,
+	s.pods = cache.NewSharedIndexInformer(c.listWatch("pods", selector+","+common.LabelKeyCompleted+"!=true,"+instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) }, pods.Watch),
 		&corev1.Pod{}, c.opts.ResyncPeriod, cache.Indexers{})
 	results := c.argo.ArgoprojV1alpha1().WorkflowTaskResults(c.opts.Namespace)
@@ -144,6 +146,12 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		},
 		DeleteFunc: func(obj any) {
 			c.forgetWrites(obj)
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, err := meta.Accessor(obj); err == nil {
+				c.podgc.Forget(o.GetUID())
+			}
 			c.forgetDeferred(obj)
 			c.enqueueObject(obj)
 		},
@@ -151,7 +159,10 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		return nil, fmt.Errorf("adding workflow handlers: %w", err)
 	}
 	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj)) },
+		AddFunc: func(obj any) {
+			c.releaser.PodAdded(obj)
+			c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj))
+		},
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
 				c.releaser.PodUpdated(obj)
@@ -305,6 +316,16 @@ func (c *Controller) podsOf(wf *wfv1.Workflow) map[string]*corev1.Pod {
 			node = &n
 		}
 		if !c.ours(owner, node, pod) {
+			continue
+		}
+		pods[id] = pod
+	}
+	// A pod someone else labelled completed left the cache still holding the finalizer: its node's pass
+	// still settles it, or reads it back when its node is not final (findMissingPods).
+	for _, pod := range c.releaser.Departed(string(wf.UID)) {
+		id := pod.Annotations[common.AnnotationKeyNodeID]
+		n, ok := wf.Status.Nodes[id]
+		if _, cached := pods[id]; cached || !ok || !c.ours(owner, &n, pod) {
 			continue
 		}
 		pods[id] = pod

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Label values.
@@ -30,6 +31,7 @@ type metrics struct {
 	podsStopped       prometheus.Counter
 	completed         *prometheus.CounterVec
 	ignoredPods       *prometheus.CounterVec
+	completedRestored prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -50,12 +52,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
+		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
+			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed,
-		m.ignoredPods} {
+		m.ignoredPods, m.completedRestored} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// registerCachedPods registers wfguard_pods_cached, the size of the pod cache, read at each scrape: it
+// follows running work, as completed pods leave the cache.
+func registerCachedPods(reg prometheus.Registerer, pods cache.Store) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wfguard_pods_cached",
+		Help: "Pods in the controller's pod cache: those of its instance not labelled workflows.argoproj.io/completed=true."},
+		func() float64 { return float64(len(pods.ListKeys())) })
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("registering wfguard_pods_cached: %w", err)
+	}
+	return nil
 }

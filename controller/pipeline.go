@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -12,12 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -129,13 +132,14 @@ func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unst
 	c.retain.Trigger()
 	pods := c.podsOf(wf)
 	retry, settleErr := c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions)
-	if err := errors.Join(settleErr, c.releaser.ReleasePersisted(ctx, wf, pods)); err != nil {
+	settled, releaseErr := c.releaser.ReleasePersisted(ctx, wf, pods)
+	if err := errors.Join(settleErr, releaseErr); err != nil {
 		return 0, err
 	}
 	if retry != nil {
 		return c.retryCompleted(ctx, key, u, wf, ext, retry)
 	}
-	return c.collectAndExpire(ctx, wf, pods)
+	return c.collectAndExpire(ctx, wf, withSettled(pods, settled))
 }
 
 // reconcileRunning is the flow of a running workflow: the decision phases, execute, persist, then the
@@ -192,10 +196,11 @@ func (c *Controller) applyEffects(ctx context.Context, p *pass, persisted *wfv1.
 	if errors.Is(actErr, faultinject.ErrCrash) {
 		return actErr // a dead process releases nothing
 	}
-	if err := errors.Join(actErr, c.releaser.ReleasePersisted(ctx, persisted, p.Pods)); err != nil {
+	settled, releaseErr := c.releaser.ReleasePersisted(ctx, persisted, p.Pods)
+	if err := errors.Join(actErr, releaseErr); err != nil {
 		return err
 	}
-	gcAfter, err := c.collectAndExpire(ctx, persisted, p.Pods)
+	gcAfter, err := c.collectAndExpire(ctx, persisted, withSettled(p.Pods, settled))
 	if err != nil {
 		return err
 	}
@@ -203,6 +208,22 @@ func (c *Controller) applyEffects(ctx context.Context, p *pass, persisted *wfv1.
 		p.RequeueBy(p.Now.Add(gcAfter))
 	}
 	return nil
+}
+
+// withSettled is pods with the copies a release just patched in place of the cached ones: the completed
+// label takes them out of the cache, so podGC decides about them from these copies.
+func withSettled(pods map[string]*corev1.Pod, settled []*corev1.Pod) map[string]*corev1.Pod {
+	if len(settled) == 0 {
+		return pods
+	}
+	out := make(map[string]*corev1.Pod, len(pods))
+	for id, pod := range pods {
+		out[id] = pod
+	}
+	for _, pod := range settled {
+		out[pod.Annotations[common.AnnotationKeyNodeID]] = pod
+	}
+	return out
 }
 
 // drainActions is the action phase (actions.Drainer): pending actions are applied to the in-memory
@@ -272,12 +293,16 @@ const ReasonInvalidAnnotation = "InvalidAnnotation"
 
 // findMissingPods looks up on the server each pod a node should have that the cache lacks past the grace,
 // before results are matched to pods and pods to nodes: a lagging pod watch must neither turn a running pod
-// into "pod deleted" nor hide the pod a result is checked against.
+// into "pod deleted" nor hide the pod a result is checked against. A final node's pod is not looked for:
+// it was labelled completed, which took it out of the cache. A pod found labelled completed while its
+// node is not final gets the label back (restoreWatch).
 func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 	budget := c.opts.DirectReadBudget
 	for id, n := range p.WF.Status.Nodes {
-		if n.Type != wfv1.NodeTypePod || n.Phase.Completed() || p.Pods[id] != nil || p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace ||
-			engine.WaitingForLock(&n) {
+		// A departed pod (labelled completed by someone else, Releaser.Departed) is a stale copy: read now.
+		departed := p.Pods[id] != nil && c.releaser.IsDeparted(p.Pods[id])
+		if n.Type != wfv1.NodeTypePod || n.Phase.Fulfilled(n.TaskResultSynced) || (p.Pods[id] != nil && !departed) ||
+			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) {
 			continue
 		}
 		if budget <= 0 {
@@ -293,7 +318,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 		pod, err := c.kube.CoreV1().Pods(p.WF.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil && string(pod.UID) != "" && podidentity.Check(podidentity.OwnerOf(p.WF), &n, pod) == podidentity.Match:
-			p.Pods[id] = pod
+			p.Pods[id] = c.restoreWatch(ctx, p, &n, pod)
 		case err != nil && !apierrors.IsNotFound(err):
 			// Unknown: never conclude "deleted" from an error; look again on a later pass.
 			if p.Unverified == nil {
@@ -301,8 +326,43 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 			}
 			p.Unverified[id] = true
 			p.retrySoon()
+		case departed:
+			// Gone, or replaced by a pod that is not this node's: the kept copy is of no use any more.
+			c.releaser.ForgetDeparted(p.Pods[id])
+			delete(p.Pods, id)
 		}
 	}
+}
+
+// ReasonPodCompletedLabelRestored is the Warning Event on a workflow one of whose pods was labelled
+// completed while its node was not final: someone else took the pod out of the controller's cache.
+const ReasonPodCompletedLabelRestored = "PodCompletedLabelRestored"
+
+// restoreWatch sets the completed label of a pod read past the cache back to "false" when someone else set
+// it while the pod's node is not final (the controller labels a pod only once its node's final state is
+// persisted): without it the pod's changes would reach no pass and its finalizer no release. The node is
+// assessed from the pod as read meanwhile. It returns the pod to assess.
+func (c *Controller) restoreWatch(ctx context.Context, p *pass, n *wfv1.NodeStatus, pod *corev1.Pod) *corev1.Pod {
+	if !podfinalizer.IsCompleted(pod) {
+		return pod
+	}
+	path := "/metadata/labels/" + strings.ReplaceAll(common.LabelKeyCompleted, "/", "~1")
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":%q,"value":"true"},{"op":"replace","path":%q,"value":"false"}]`,
+		pod.UID, path, path)
+	restored, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		// Assess it as read; the next pass reads it again and retries.
+		c.log.Warn("restoring the completed label of a pod whose node is not final", "workflow", p.key, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		p.retrySoon()
+		return pod
+	}
+	c.metrics.completedRestored.Inc()
+	// Recorded now: the pass may have nothing to write, and the restore happened regardless.
+	c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonPodCompletedLabelRestored, "%s",
+		fmt.Sprintf("Node %s: its pod %s was labelled %s=true while the node was %s; the label is set back to false so the controller watches the pod until the node's final state is recorded",
+			n.Name, pod.Name, common.LabelKeyCompleted, n.Phase))
+	c.log.Warn("restored the completed label of a pod whose node is not final", "workflow", p.key, "pod", pod.Namespace+"/"+pod.Name, "node", n.Name)
+	return restored
 }
 
 // execute validates a new workflow and runs its templates.

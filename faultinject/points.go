@@ -62,6 +62,15 @@ func (p *Points) Resume(name string) {
 	}
 }
 
+// Disarm makes name pass again (a paused point's waiting hits stay paused until Resume).
+func (p *Points) Disarm(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.armed[name]; ok && a.kind != "pause" {
+		delete(p.armed, name)
+	}
+}
+
 func (p *Points) arm(name string, a *armedPoint) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -36,6 +36,8 @@ type metrics struct {
 	releaseErrors         prometheus.Counter
 	heldPods              *prometheus.GaugeVec
 	releaseLatency        prometheus.Histogram
+	labelledCompleted     prometheus.Counter
+	departedReleased      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -52,8 +54,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"age"}),
 		releaseLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_pod_finalizer_release_latency_seconds",
 			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
+		labelledCompleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_labelled_completed_total",
+			Help: "Pods labelled workflows.argoproj.io/completed=true once their node's final state was persisted (or their workflow was gone); the label takes them out of the controller's pod cache."}),
+		departedReleased: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_departed_pod_finalizers_released_total",
+			Help: "Status finalizers released from pods that had left the controller's pod cache holding them (someone else changed a label the cache selects on: labelled the pod completed, or removed its workflow label)."}),
 	}
-	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency} {
+	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency, m.labelledCompleted, m.departedReleased} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering pod finalizer metrics: %w", err)
 		}

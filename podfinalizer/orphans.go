@@ -59,7 +59,7 @@ func (r *Releaser) Sweep(ctx context.Context) {
 func (r *Releaser) sweepOnce() {
 	held := map[string]int{}
 	now := r.cfg.Clock.Now()
-	for _, o := range r.cfg.Pods.List() {
+	for _, o := range append(r.cfg.Pods.List(), r.departed.store.List()...) {
 		pod := o.(*corev1.Pod)
 		if !slices.Contains(pod.Finalizers, Finalizer) {
 			continue

@@ -64,6 +64,7 @@ type Releaser struct {
 	cfg          Config
 	metrics      *metrics
 	expectations Expectations
+	departed     departed
 }
 
 // NewReleaser builds a Releaser and registers its metrics.
@@ -72,55 +73,65 @@ func NewReleaser(cfg Config) (*Releaser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Releaser{cfg: cfg, metrics: m}, nil
+	return &Releaser{cfg: cfg, metrics: m, departed: newDeparted(cfg.Pods)}, nil
 }
 
-// ReleasePersisted removes the status finalizer from pods whose final state is persisted in wf.
-func (r *Releaser) ReleasePersisted(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) error {
-	byReason := map[string][]*corev1.Pod{}
+// ReleasePersisted settles the pods whose final state is persisted in wf (Settleable): it removes the
+// status finalizer and labels them completed, in one patch per pod. It returns the patched pods, which
+// the completed label takes out of the pod cache: podGC decides about them from these copies.
+func (r *Releaser) ReleasePersisted(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) ([]*corev1.Pod, error) {
+	byReason := map[string][]Settlement{}
 	now := r.cfg.Clock.Now()
-	for _, pod := range Releasable(wf, pods) {
-		if r.expectations.Pending(pod) {
-			continue // released already; the cache has not caught up
+	released := 0
+	for _, s := range Settleable(wf, pods) {
+		if r.expectations.Pending(s.Pod) {
+			continue // settled already; the cache has not caught up
 		}
-		node, ok := wf.Status.Nodes[pod.Annotations[common.AnnotationKeyNodeID]]
-		if !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
-			// Releasable never offers this; counting it keeps the claim checkable.
+		node, ok := wf.Status.Nodes[s.Pod.Annotations[common.AnnotationKeyNodeID]]
+		if s.Release && !wf.Status.Phase.Completed() && (!ok || !node.Fulfilled()) {
+			// Settleable never offers this; counting it keeps the claim checkable.
 			r.metrics.releasedBeforePersist.Inc()
 		}
 		reason := releasePersisted
 		switch {
-		case pod.DeletionTimestamp != nil:
+		case !s.Release:
+			reason = "" // only labelled completed: its finalizer went earlier, or it never had one
+		case s.Pod.DeletionTimestamp != nil:
 			reason = releaseDeleting
 		case !r.cfg.StatusFinalizer:
 			reason = releaseDisabled
 		}
-		if ok && !node.FinishedAt.IsZero() {
-			r.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
+		if s.Release {
+			released++
+			if ok && !node.FinishedAt.IsZero() {
+				r.metrics.releaseLatency.Observe(now.Sub(node.FinishedAt.Time).Seconds())
+			}
 		}
-		byReason[reason] = append(byReason[reason], pod)
+		byReason[reason] = append(byReason[reason], s)
 	}
-	if len(byReason) > 0 {
+	if released > 0 {
 		if err := r.cfg.Points.Hit(ctx, faultinject.PointBeforeFinalizerRelease); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var errs []error
-	released := 0
+	var settled []*corev1.Pod
 	for reason, due := range byReason {
-		if err := r.releaseAll(ctx, due, reason); err != nil {
+		done, err := r.settleAll(ctx, due, reason)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		released += len(due)
+		settled = append(settled, done...)
 	}
 	if released > 0 {
 		r.cfg.Recorder.Eventf(wf, corev1.EventTypeNormal, ReasonFinalizersReleased,
 			"Released the %s finalizer of %d pods whose final state is recorded", Finalizer, released)
 	}
-	return errors.Join(errs...)
+	return settled, errors.Join(errs...)
 }
 
-// ReleaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled.
+// ReleaseByOwner releases every pod owned (by UID) by a workflow that can no longer be reconciled, and
+// labels it completed: nothing will ever look at it again.
 func (r *Releaser) ReleaseByOwner(ctx context.Context, owner podidentity.Owner) error {
 	held := func(pod *corev1.Pod) bool {
 		return slices.Contains(pod.Finalizers, Finalizer) && r.cfg.Ours(owner, pod)
@@ -128,67 +139,100 @@ func (r *Releaser) ReleaseByOwner(ctx context.Context, owner podidentity.Owner) 
 	return r.releaseIndexed(ctx, r.cfg.PodsByWorkflowUID, string(owner.UID), held, releasePersisted)
 }
 
-// releaseIndexed releases the cached pods under index=value that match, skipping those already released.
+// releaseIndexed releases and labels completed the cached pods under index=value that match, skipping
+// those already settled.
 func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, match func(*corev1.Pod) bool, reason string) error {
 	objs, err := r.cfg.Pods.ByIndex(index, value)
 	if err != nil {
 		return err
 	}
-	var due []*corev1.Pod
+	objs = append(objs, r.departed.byIndex(index, value)...)
+	var due []Settlement
 	for _, o := range objs {
 		if pod := o.(*corev1.Pod); match(pod) && !r.expectations.Pending(pod) {
-			due = append(due, pod)
+			due = append(due, Settlement{Pod: pod, Release: true, Complete: true})
 		}
 	}
-	return r.releaseAll(ctx, due, reason)
+	_, err = r.settleAll(ctx, due, reason)
+	return err
 }
 
-// releaseParallelism bounds concurrent finalizer patches within one pass (the client's QPS bounds the rest).
+// releaseParallelism bounds concurrent settling patches within one pass (the client's QPS bounds the rest).
 const releaseParallelism = 16
 
-// releaseAll releases pods concurrently; a workflow's thousand pods need not wait on each other.
-func (r *Releaser) releaseAll(ctx context.Context, pods []*corev1.Pod, reason string) error {
+// settleAll settles pods concurrently (a workflow's thousand pods need not wait on each other) and returns
+// the patched pods.
+func (r *Releaser) settleAll(ctx context.Context, due []Settlement, reason string) ([]*corev1.Pod, error) {
 	var mu sync.Mutex
 	var errs []error
+	var settled []*corev1.Pod
 	sem := make(chan struct{}, releaseParallelism)
 	var wg sync.WaitGroup
-	for _, pod := range pods {
+	for _, s := range due {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := r.release(ctx, pod, reason); err != nil {
-				mu.Lock()
+			updated, err := r.settle(ctx, s, reason)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
+			}
+			if updated != nil {
+				settled = append(settled, updated)
 			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return settled, errors.Join(errs...)
 }
 
-// release removes our finalizer from pod and records the expectation and the reason.
-func (r *Releaser) release(ctx context.Context, pod *corev1.Pod, reason string) error {
-	rv, err := RemoveFinalizer(ctx, r.cfg.Kube, pod)
+// settle patches one pod as s asks and records the expectation and the reason.
+func (r *Releaser) settle(ctx context.Context, s Settlement, reason string) (*corev1.Pod, error) {
+	updated, err := Settle(ctx, r.cfg.Kube, s)
 	if apierrors.IsForbidden(err) {
 		// A retry cannot succeed until RBAC changes: log and count it; the orphan sweep tries again later.
 		r.metrics.releaseErrors.Inc()
-		r.cfg.Log.Error("not allowed to release the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return nil
+		r.cfg.Log.Error("not allowed to settle the pod (release its status finalizer, label it completed)", "pod", s.Pod.Namespace+"/"+s.Pod.Name, "err", err)
+		return nil, nil
 	}
 	if err != nil {
 		r.metrics.releaseErrors.Inc()
-		return err
+		return nil, err
 	}
-	if rv == "" {
-		return nil // someone else removed it, or the pod is gone
+	if updated == nil {
+		r.departed.drop(s.Pod)
+		return nil, nil // nothing left to do, or the pod is gone
 	}
-	r.expectations.Expect(pod.UID, rv)
-	r.metrics.finalizersReleased.WithLabelValues(reason).Inc()
-	r.cfg.Log.Debug("released the status finalizer", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
-	return nil
+	r.expectations.Expect(updated.UID, updated.ResourceVersion)
+	if kept := r.departed.get(s.Pod); kept != nil && !slices.Contains(updated.Finalizers, Finalizer) {
+		r.departed.drop(s.Pod)
+		// A watch reports a pod leaving its selector with the version of the change that made it leave:
+		// the same version as this patch means this patch did (its expectation came too late).
+		if kept.ResourceVersion != updated.ResourceVersion && slices.Contains(s.Pod.Finalizers, Finalizer) {
+			r.metrics.departedReleased.Inc()
+			r.cfg.Log.Warn("released the status finalizer of a pod that had left the pod cache holding it (someone else changed a label the cache selects on)",
+				"pod", s.Pod.Namespace+"/"+s.Pod.Name)
+		}
+	}
+	if s.Release && !slices.Contains(updated.Finalizers, Finalizer) && slices.Contains(s.Pod.Finalizers, Finalizer) {
+		r.metrics.finalizersReleased.WithLabelValues(reason).Inc()
+	}
+	if IsCompleted(updated) && !IsCompleted(s.Pod) {
+		r.metrics.labelledCompleted.Inc()
+	}
+	r.cfg.Log.Debug("settled pod", "pod", s.Pod.Namespace+"/"+s.Pod.Name, "reason", reason, "completed", IsCompleted(updated))
+	return updated, nil
+}
+
+// PodAdded is the pod cache's add handler: a pod that departed holding the finalizer (Departed) and had
+// its label set back is in the cache again.
+func (r *Releaser) PodAdded(obj any) {
+	if pod, ok := podOf(obj); ok {
+		r.departed.drop(pod)
+	}
 }
 
 // PodUpdated is the pod cache's update handler: it drops the expectation once the cache shows the pod
@@ -196,14 +240,40 @@ func (r *Releaser) release(ctx context.Context, pod *corev1.Pod, reason string) 
 func (r *Releaser) PodUpdated(obj any) {
 	if pod, ok := podOf(obj); ok {
 		r.expectations.Observed(pod)
+		r.departed.drop(pod)
 	}
 }
 
-// PodDeleted is the pod cache's delete handler: a pod that is gone needs no expectation.
+// PodDeleted is the pod cache's delete handler: a pod that is gone needs no expectation. A pod that left
+// the cache still holding the finalizer, not by our own patch, is kept aside (Departed) so its release is
+// not lost, and its workflow is looked at. Our own settling patch may reach the cache before its
+// expectation is recorded: the pod is then kept aside until that same pass drops it, which it does before
+// any other pass of the workflow can run.
 func (r *Releaser) PodDeleted(obj any) {
-	if pod, ok := podOf(obj); ok {
-		r.expectations.Forget(pod.UID)
+	pod, ok := podOf(obj)
+	if !ok {
+		return
 	}
+	if r.expectations.Forget(pod.UID) {
+		return
+	}
+	r.departed.left(pod)
+}
+
+// IsDeparted reports whether pod is a copy kept aside after it left the cache holding the finalizer.
+func (r *Releaser) IsDeparted(pod *corev1.Pod) bool { return r.departed.has(pod) }
+
+// ForgetDeparted drops a departed pod that is gone or was replaced.
+func (r *Releaser) ForgetDeparted(pod *corev1.Pod) { r.departed.drop(pod) }
+
+// Departed returns the pods of the workflow with uid that left the pod cache still holding the finalizer
+// (someone else labelled them completed): the controller's pass looks at them with the cached ones.
+func (r *Releaser) Departed(uid string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range r.departed.byIndex(r.cfg.PodsByWorkflowUID, uid) {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
 }
 
 func podOf(obj any) (*corev1.Pod, bool) {

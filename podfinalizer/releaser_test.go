@@ -133,7 +133,7 @@ func TestPersistedPodsAreReleasedOnceAndNotPatchedAgainWhileTheCacheLags(t *test
 	cached := map[string]*corev1.Pod{"done": pod("done", "wf", "u1", "done"), "running": pod("running", "wf", "u1", "running")}
 	f := newFixture(t, Config{StatusFinalizer: true}, cached["done"], cached["running"])
 
-	if err := f.r.ReleasePersisted(context.Background(), wf, cached); err != nil {
+	if _, err := f.r.ReleasePersisted(context.Background(), wf, cached); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.holding(t); !slices.Equal(got, []string{"running"}) {
@@ -156,7 +156,7 @@ func TestPersistedPodsAreReleasedOnceAndNotPatchedAgainWhileTheCacheLags(t *test
 
 	// The next pass still sees the cached copy with the finalizer: the expectation spares the PATCH.
 	before := f.patches()
-	if err := f.r.ReleasePersisted(context.Background(), wf, cached); err != nil {
+	if _, err := f.r.ReleasePersisted(context.Background(), wf, cached); err != nil {
 		t.Fatal(err)
 	}
 	if f.patches() != before {

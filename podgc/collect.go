@@ -7,13 +7,18 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/wfguard/wfguard/internal/resourceversion"
+	"github.com/wfguard/wfguard/podidentity"
 )
 
 // Collector deletes the pods a persisted workflow's podGC asks for.
@@ -23,6 +28,7 @@ type Collector struct {
 	metrics *metrics
 	// Settings are the controller ConfigMap's podGC settings in force; nil: none.
 	Settings func() Settings
+	looks    looks
 }
 
 // Settings are the controller ConfigMap's podGC settings.
@@ -51,10 +57,24 @@ func NewCollector(kube kubernetes.Interface, clk clock.PassiveClock, reg prometh
 }
 
 // Collect applies podGC to the persisted workflow's pods: a delay is first recorded on the pod
-// (durable across restarts), then the pod is deleted when due. It returns when to look again.
+// (durable across restarts), then the pod is deleted when due. It returns when to look again. pods are the
+// cached pods and those the pass just settled; a pod settled in an earlier pass was labelled completed and
+// left the cache, so when such a pod may be due (lookDue) the workflow's completed pods are read from the
+// API server.
 func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) (time.Duration, error) {
+	if wf.Spec.PodGC == nil || wf.Spec.PodGC.GetStrategy() == wfv1.PodGCOnPodNone {
+		return 0, nil
+	}
 	now := c.clock.Now()
 	settings := c.settings()
+	looked := c.looks.due(wf, now)
+	if looked {
+		completed, err := c.completedPods(ctx, wf)
+		if err != nil {
+			return 0, err
+		}
+		pods = merged(pods, completed)
+	}
 	decisions, err := PodsToDelete(wf, pods, now, settings.DeleteDelay)
 	if err != nil {
 		return 0, nil // a bad podGC spec was reported at validation; nothing to collect
@@ -66,6 +86,7 @@ func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[str
 		}
 	}
 	var errs []error
+	var pending []time.Time // deletions left for later, of pods that may have left the cache
 	for _, d := range decisions {
 		switch {
 		case d.Mark:
@@ -75,8 +96,10 @@ func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[str
 				continue
 			}
 			requeue(d.At.Sub(now))
+			pending = append(pending, d.At)
 		case now.Before(d.At):
 			requeue(d.At.Sub(now))
+			pending = append(pending, d.At)
 		default:
 			err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}, GracePeriodSeconds: settings.GracePeriodSeconds})
@@ -88,5 +111,64 @@ func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[str
 			}
 		}
 	}
+	// A pass may come early (its clock is truncated, or an event brought it): ask again for the next look.
+	if at := c.looks.record(wf, now, looked, pending, len(errs) > 0); !at.IsZero() && at.After(now) {
+		requeue(at.Sub(now))
+	}
 	return next, errors.Join(errs...)
+}
+
+// Forget drops what the collector remembers of a deleted workflow.
+func (c *Collector) Forget(uid types.UID) { c.looks.forget(uid) }
+
+// completedPageSize bounds one read of a workflow's completed pods.
+const completedPageSize = 500
+
+// completedPods reads from the API server the workflow's pods labelled completed (out of the cache), in
+// pages, keeping only those the controller created for a node of this workflow (podidentity), by node ID.
+func (c *Collector) completedPods(ctx context.Context, wf *wfv1.Workflow) (map[string]*corev1.Pod, error) {
+	selector := labels.Set{common.LabelKeyWorkflow: wf.Name, common.LabelKeyCompleted: "true"}.String()
+	owner := podidentity.OwnerOf(wf)
+	out := map[string]*corev1.Pod{}
+	// A consistent read (no resourceVersion; the API server serves it from its watch cache once that has
+	// caught up with etcd): "any version" (0) may predate our own label patch of an earlier pass, and miss
+	// that pod until its sibling's deletion is already due (seen under load).
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: completedPageSize}
+	for {
+		list, err := c.kube.CoreV1().Pods(wf.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing the completed pods of workflow %s/%s for podGC: %w", wf.Namespace, wf.Name, err)
+		}
+		c.metrics.completedReads.Inc()
+		for i := range list.Items {
+			pod := &list.Items[i]
+			id := pod.Annotations[common.AnnotationKeyNodeID]
+			node, ok := wf.Status.Nodes[id]
+			if !ok || podidentity.Check(owner, &node, pod) != podidentity.Match {
+				continue
+			}
+			out[id] = pod
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// merged is pods plus the completed pods read from the API server, the newer copy (by resourceVersion)
+// where both have a node's pod: a cached copy may predate the pod's departure from the cache (its last
+// write: our release, which the read shows).
+func merged(pods, completed map[string]*corev1.Pod) map[string]*corev1.Pod {
+	out := make(map[string]*corev1.Pod, len(pods)+len(completed))
+	for id, pod := range completed {
+		out[id] = pod
+	}
+	for id, pod := range pods {
+		if read, ok := out[id]; ok && read.UID == pod.UID && resourceversion.Compare(read.ResourceVersion, pod.ResourceVersion) > 0 {
+			continue
+		}
+		out[id] = pod
+	}
+	return out
 }

@@ -76,10 +76,12 @@ func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now tim
 
 func due(strategy wfv1.PodGCStrategy, wf *wfv1.Workflow, node wfv1.NodeStatus) bool {
 	switch strategy {
+	// Final, not Fulfilled: a daemoned node counts as fulfilled while its pod still serves (argo too
+	// collects pods by phase only).
 	case wfv1.PodGCOnPodCompletion:
-		return node.Fulfilled()
+		return podfinalizer.Final(node)
 	case wfv1.PodGCOnPodSuccess:
-		return node.Fulfilled() && node.Phase == wfv1.NodeSucceeded
+		return podfinalizer.Final(node) && node.Phase == wfv1.NodeSucceeded
 	case wfv1.PodGCOnWorkflowCompletion:
 		return wf.Status.Phase.Completed()
 	case wfv1.PodGCOnWorkflowSuccess:

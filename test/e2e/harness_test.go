@@ -46,7 +46,7 @@ func (e *env) stopController() { e.run.Controller.Stop() }
 
 func (e *env) controllerOptions(o envOptions) controller.Options {
 	return controller.Options{
-		Namespace: e.Namespace, Workers: max(o.workers, 4), StatusFinalizer: true,
+		Namespace: e.Namespace, Workers: max(o.workers, 4), StatusFinalizer: !o.noStatusFinalizer,
 		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(e.t), Hooks: o.hooks,
 		WrapListWatch: o.wrap, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
@@ -74,6 +74,8 @@ type envOptions struct {
 	wrapHandler func(resource string, h cache.ResourceEventHandler) cache.ResourceEventHandler
 	// sweep is the OrphanSweepInterval (0: the default).
 	sweep time.Duration
+	// noStatusFinalizer runs without --pod-status-finalizer.
+	noStatusFinalizer bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
