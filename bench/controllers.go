@@ -51,6 +51,8 @@ type process struct {
 	calls    *callCounter
 	// metricsURL is the controller's /metrics ("" when it serves none).
 	metricsURL string
+	// profileURL is the controller's /debug/pprof/ ("" when it serves none: see env.profiling).
+	profileURL string
 }
 
 type processOptions struct {
@@ -92,12 +94,15 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 		proc, err := compat.StartWFGuard(compat.WFGuardOptions{Binary: e.opts.ControllerBinary, Kubeconfig: kubeconfig, Namespace: ns,
 			ExecutorImage: e.image, Workers: e.opts.Workers, QPS: e.opts.QPS, Burst: e.opts.Burst, LogPath: logPath,
 			Args: []string{"--metrics-port=" + strconv.Itoa(port), "--status-coalesce-window=" + e.opts.CoalesceWindow.String(),
-				"--orphan-sweep-interval=1m", "--log-level=warn"}})
+				"--orphan-sweep-interval=1m", "--log-level=warn", "--profiling=" + strconv.FormatBool(e.profiling())}})
 		if err != nil {
 			return abort(err)
 		}
 		p.proc, p.stopF = proc, func() error { return proc.Stop(30 * time.Second) }
 		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		if e.profiling() {
+			p.profileURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", port)
+		}
 	case ControllerArgo:
 		config := map[string]string{}
 		if o.metrics {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -139,6 +140,10 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
+	var cpuProfile *profileCapture
+	if prefix == "bench-throughput-"+c { // the throughput scenario only: late results run the same code
+		cpuProfile = p.startCPUProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-cpu.pprof"))
+	}
 	begin := time.Now()
 	if err := createAll(ctx, e.argo, ns, wfs); err != nil {
 		return ControllerRun{}, "", err
@@ -178,6 +183,9 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 		run.Counters = delta(counters, base)
 		reads := run.Counters["wfguard_taskresult_direct_reads_total"]
 		run.DirectReads = &reads
+	}
+	if err := p.saveProfiles(ctx, cpuProfile, filepath.Join(e.tmp, ns+"-"+c+"-heap.pprof")); err != nil {
+		return ControllerRun{}, "", err
 	}
 	return run, ns, nil
 }

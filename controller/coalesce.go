@@ -23,9 +23,96 @@ import (
 var informationalNodeFields = []string{"hostNodeName", "outputs", "taskResultSynced", "resourcesDuration", "progress", "podIP"}
 
 // informationalOnly reports whether after differs from before only in informational node fields or in a
-// node going from Pending to Running. Such a pass may wait for the coalescing window.
+// node going from Pending to Running. Such a pass may wait for the coalescing window. It compares in place,
+// without copies: every pass that changed something pays it, and copying both workflows was 8% of the
+// controller's allocations under load.
 func informationalOnly(before, after *unstructured.Unstructured) bool {
-	return equality.Semantic.DeepEqual(decisive(before), decisive(after))
+	return sameExcept(before.Object, after.Object, nil, func(key string, b, a any) bool {
+		if key == "status" {
+			return sameStatus(b, a)
+		}
+		return equality.Semantic.DeepEqual(b, a)
+	})
+}
+
+// sameStatus compares two status values, their nodes by sameNode.
+func sameStatus(before, after any) bool {
+	b, bok := before.(map[string]any)
+	a, aok := after.(map[string]any)
+	if !bok || !aok {
+		return equality.Semantic.DeepEqual(before, after)
+	}
+	return sameExcept(b, a, nil, func(key string, bv, av any) bool {
+		if key != "nodes" {
+			return equality.Semantic.DeepEqual(bv, av)
+		}
+		bn, bok := bv.(map[string]any)
+		an, aok := av.(map[string]any)
+		if !bok || !aok {
+			return equality.Semantic.DeepEqual(bv, av)
+		}
+		return sameExcept(bn, an, nil, func(_ string, b, a any) bool { return sameNode(b, a) })
+	})
+}
+
+// sameNode compares two nodes without their informational fields, a Running phase counting as Pending.
+func sameNode(before, after any) bool {
+	b, bok := before.(map[string]any)
+	a, aok := after.(map[string]any)
+	if !bok || !aok {
+		return equality.Semantic.DeepEqual(before, after)
+	}
+	bp, bHas := decisivePhase(b)
+	ap, aHas := decisivePhase(a)
+	if bHas != aHas || !equality.Semantic.DeepEqual(bp, ap) {
+		return false
+	}
+	// Equal phases: both nodes are completed or neither is.
+	phase, _ := b["phase"].(string)
+	completed := wfv1.NodePhase(phase).Completed()
+	skip := func(key string) bool {
+		if key == "phase" {
+			return true // compared above
+		}
+		if key == "taskResultSynced" && completed {
+			// A completed node whose gate opens becomes fulfilled: successors, its pod's release and
+			// podGC follow from it, so it is written at once (I5).
+			return false
+		}
+		return slices.Contains(informationalNodeFields, key)
+	}
+	return sameExcept(b, a, skip, func(_ string, bv, av any) bool { return equality.Semantic.DeepEqual(bv, av) })
+}
+
+// decisivePhase is a node's phase as informationalOnly compares it: Running counts as Pending.
+func decisivePhase(node map[string]any) (any, bool) {
+	p, ok := node["phase"]
+	if p == "Running" {
+		return "Pending", ok
+	}
+	return p, ok
+}
+
+// sameExcept reports whether b and a hold the same keys apart from those skip (nil: none) ignores, with
+// values that eq deems equal. Nil and empty maps are the same, as for equality.Semantic.
+func sameExcept(b, a map[string]any, skip func(string) bool, eq func(key string, b, a any) bool) bool {
+	n := 0
+	for k, bv := range b {
+		if skip != nil && skip(k) {
+			continue
+		}
+		av, ok := a[k]
+		if !ok || !eq(k, bv, av) {
+			return false
+		}
+		n++
+	}
+	for k := range a {
+		if skip == nil || !skip(k) {
+			n--
+		}
+	}
+	return n == 0
 }
 
 // onlyPruned reports whether after differs from before only by dropping some write-ahead records. Dropping
@@ -62,33 +149,6 @@ func prunedOnly(before, after map[string]any) bool {
 		}
 	}
 	return true
-}
-
-// decisive is a copy of u without what informationalOnly ignores.
-func decisive(u *unstructured.Unstructured) map[string]any {
-	out := u.DeepCopy().Object
-	// The copy is ours: edit its nodes in place (NestedMap/SetNestedMap would copy them twice more).
-	raw, _, _ := unstructured.NestedFieldNoCopy(out, "status", "nodes")
-	nodes, _ := raw.(map[string]any)
-	for _, n := range nodes {
-		node, ok := n.(map[string]any)
-		if !ok {
-			continue
-		}
-		phase, _ := node["phase"].(string)
-		for _, f := range informationalNodeFields {
-			if f == "taskResultSynced" && wfv1.NodePhase(phase).Completed() {
-				// A completed node whose gate opens becomes fulfilled: successors, its pod's release and
-				// podGC follow from it, so it is written at once (I5).
-				continue
-			}
-			delete(node, f)
-		}
-		if node["phase"] == "Running" {
-			node["phase"] = "Pending"
-		}
-	}
-	return out
 }
 
 // coalesce decides whether an informational-only pass of key is written now. It returns how long to wait

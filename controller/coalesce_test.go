@@ -64,6 +64,15 @@ func TestOnlyChangesThatDecideNothingMayWaitForTheCoalescingWindow(t *testing.T)
 		{"the workflow completed", nil, set([]string{"status", "phase"}, "Succeeded"), false},
 		{"an action was recorded", nil, set([]string{"status", "appliedActions"}, []any{"x"}), false},
 		{"a label changed", nil, set([]string{"metadata", "labels"}, map[string]any{"k": "v"}), false},
+		{"a node was removed", nil, func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "status", "nodes", "a") }, false},
+		{"the node lost its phase", nil, func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "status", "nodes", "a", "phase")
+		}, false},
+		{"the node got its host and an input", nil, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "n1", "status", "nodes", "a", "hostNodeName")
+			_ = unstructured.SetNestedField(u.Object, map[string]any{"parameters": []any{}}, "status", "nodes", "a", "inputs")
+		}, false},
+		{"the workflow's message changed", nil, set([]string{"status", "message"}, "m"), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
@@ -200,5 +209,23 @@ func TestPruningAloneIsHeldForTheNextWrite(t *testing.T) {
 				t.Errorf("written = %v, want %v", written, tc.wantWritten)
 			}
 		})
+	}
+}
+
+// BenchmarkInformationalOnly prices the coalescing check every pass that changed something pays, on a
+// 50-node workflow whose pass changed one node's host.
+func BenchmarkInformationalOnly(b *testing.B) {
+	before := runningWorkflow(b, 50, "10")
+	after := before.DeepCopy()
+	nodes, _, _ := unstructured.NestedMap(after.Object, "status", "nodes")
+	for id := range nodes {
+		_ = unstructured.SetNestedField(after.Object, "n1", "status", "nodes", id, "hostNodeName")
+		break
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !informationalOnly(before, after) {
+			b.Fatal("a host change is informational")
+		}
 	}
 }

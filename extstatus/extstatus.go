@@ -152,7 +152,8 @@ func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructur
 	if err := json.Unmarshal(extData, &extMap); err != nil {
 		return nil, fmt.Errorf("encoding wfguard status fields of %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
-	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	// u.Object was just decoded and is ours: no copy of its status (NestedMap would deep-copy it).
+	status, _ := u.Object["status"].(map[string]any)
 	if status == nil {
 		status = map[string]any{}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -56,6 +57,7 @@ type controllerFlags struct {
 	leaderElectionID   string
 	metricsPort        int
 	healthPort         int
+	profiling          bool
 	podStatusFinalizer bool
 	taskResultTimeout  time.Duration
 	orphanSweep        time.Duration
@@ -84,6 +86,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
 	fs.IntVar(&f.metricsPort, "metrics-port", 9090, "port serving /metrics (0 disables)")
 	fs.IntVar(&f.healthPort, "health-port", 6060, "port serving /healthz and /readyz (0 disables)")
+	fs.BoolVar(&f.profiling, "profiling", false, "serve net/http/pprof's /debug/pprof/ handlers on --metrics-port (off by default: profiles reveal internals and cost CPU while taken)")
 	fs.BoolVar(&f.podStatusFinalizer, "pod-status-finalizer", true, "add the workflows.argoproj.io/status finalizer to new pods (released once the pod's node state is persisted, whatever this flag says)")
 	fs.DurationVar(&f.taskResultTimeout, "task-result-timeout", taskresult.DefaultTimeout,
 		"how long a node waits for its task result after its pod ended before it fails (annotation "+taskresult.AnnotationTimeout+" overrides per workflow)")
@@ -393,8 +396,7 @@ func startServers(f *controllerFlags, registry *prometheus.Registry, ctrl *contr
 		}()
 		return nil
 	}
-	metrics := http.NewServeMux()
-	metrics.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	metrics := metricsMux(registry, f.profiling)
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -413,6 +415,21 @@ func startServers(f *controllerFlags, registry *prometheus.Registry, ctrl *contr
 		return servers, err
 	}
 	return servers, serve(f.healthPort, health)
+}
+
+// metricsMux serves /metrics and, with profiling on, pprof's handlers; they are
+// registered on this mux only, never on http.DefaultServeMux.
+func metricsMux(registry *prometheus.Registry, profiling bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 func shutdownServers(servers []*http.Server, log *slog.Logger) {

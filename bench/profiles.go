@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// cpuProfileSeconds is how long the throughput run's CPU profile of wfguard samples, from the submit.
+const cpuProfileSeconds = 30
+
+// profiling reports whether wfguard is started with --profiling: only when the run keeps its logs, since
+// the profiles are saved beside them.
+func (e *env) profiling() bool { return e.opts.LogDir != "" }
+
+// profileCapture is a CPU profile of the controller being taken while the scenario runs.
+type profileCapture struct {
+	done chan error
+}
+
+// startCPUProfile starts a cpuProfileSeconds CPU profile of p into path; nil when p serves no profiles.
+func (p *process) startCPUProfile(ctx context.Context, path string) *profileCapture {
+	if p.profileURL == "" {
+		return nil
+	}
+	c := &profileCapture{done: make(chan error, 1)}
+	go func() {
+		c.done <- fetchProfile(ctx, fmt.Sprintf("%sprofile?seconds=%d", p.profileURL, cpuProfileSeconds), path)
+	}()
+	return c
+}
+
+// saveProfiles waits for the CPU profile (it ends cpuProfileSeconds after it started) and saves a heap
+// profile of p beside it into heapPath. A profile that fails is the run's error: it was asked for.
+func (p *process) saveProfiles(ctx context.Context, cpu *profileCapture, heapPath string) error {
+	if cpu == nil {
+		return nil
+	}
+	if err := <-cpu.done; err != nil {
+		return err
+	}
+	return fetchProfile(ctx, p.profileURL+"heap", heapPath)
+}
+
+// fetchProfile writes the body of url (a pprof endpoint) into path.
+func fetchProfile(ctx context.Context, url, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, cpuProfileSeconds*time.Second+time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("profiling the controller: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling the controller (%s): %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("profiling the controller (%s): %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	f, err := os.Create(filepath.Clean(path))
+	if err != nil {
+		return fmt.Errorf("saving the controller's profile: %w", err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("saving the controller's profile %s: %w", path, err)
+	}
+	return f.Close()
+}
