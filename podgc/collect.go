@@ -129,9 +129,10 @@ func (c *Collector) completedPods(ctx context.Context, wf *wfv1.Workflow) (map[s
 	selector := labels.Set{common.LabelKeyWorkflow: wf.Name, common.LabelKeyCompleted: "true"}.String()
 	owner := podidentity.OwnerOf(wf)
 	out := map[string]*corev1.Pod{}
-	// Served from the API server's watch cache (resourceVersion 0): a label-selected read from etcd would
-	// scan every pod of the namespace. A pod settled in this pass is in hand, newer than what this returns.
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: completedPageSize, ResourceVersion: "0"}
+	// A consistent read (no resourceVersion; the API server serves it from its watch cache once that has
+	// caught up with etcd): "any version" (0) may predate our own label patch of an earlier pass, and miss
+	// that pod until its sibling's deletion is already due (seen under load).
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: completedPageSize}
 	for {
 		list, err := c.kube.CoreV1().Pods(wf.Namespace).List(ctx, opts)
 		if err != nil {
@@ -150,8 +151,7 @@ func (c *Collector) completedPods(ctx context.Context, wf *wfv1.Workflow) (map[s
 		if list.Continue == "" {
 			return out, nil
 		}
-		// A continued list must not name a resourceVersion: the token carries it.
-		opts.Continue, opts.ResourceVersion = list.Continue, ""
+		opts.Continue = list.Continue
 	}
 }
 
