@@ -123,7 +123,7 @@ func (e *env) memoryOf(ctx context.Context, c string) (*MemoryResult, error) {
 	if res.Workflows > 0 {
 		res.RSSBytesPerWorkflow = (res.LoadedRSSBytes - res.BaselineRSSBytes) / float64(res.Workflows)
 	}
-	if res.PodsCached, err = p.podsCached(ctx); err != nil {
+	if res.PodsCached, err = p.podsCachedOnceDrained(ctx); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -142,15 +142,7 @@ func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, er
 	res.CPUSeconds = cpuAfter - cpuBefore
 	res.PeakHeapInuseBytes, res.PeakRSSBytes, res.PeakPodsCached = peak.heap, peak.rss, peak.podsCached
 	e.opts.progressf("bench:     %d workflows × %d pods done in %.1f s", n, m, res.Seconds)
-	if c == ControllerWFGuard {
-		// A pod leaves the cache when the controller's watch sees its release (which labels it completed):
-		// give the last releases' events a moment to arrive, then report what is left, whatever it is.
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			cached, err := p.podsCached(ctx)
-			return err == nil && cached != nil && *cached == 0, nil
-		})
-	}
-	if res.EndPodsCached, err = p.podsCached(ctx); err != nil {
+	if res.EndPodsCached, err = p.podsCachedOnceDrained(ctx); err != nil {
 		return nil, err
 	}
 	if res.EndHeapInuseBytes, res.EndRSSBytes, err = e.settledMemory(ctx, p); err != nil {
@@ -253,6 +245,20 @@ func (p *process) podsCached(ctx context.Context) (*float64, error) {
 		return nil, p.failed(fmt.Errorf("%s serves no %s", p.metricsURL, podsCachedMetric))
 	}
 	return &v, nil
+}
+
+// podsCachedOnceDrained is podsCached once it reached 0 or 30 s passed: a pod leaves the cache when the
+// controller's watch sees its release (which labels it completed), which may trail the bench's own watch.
+// What is left after that is reported, whatever it is.
+func (p *process) podsCachedOnceDrained(ctx context.Context) (*float64, error) {
+	if p.name != ControllerWFGuard {
+		return nil, nil
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cached, err := p.podsCached(ctx)
+		return err == nil && *cached == 0, nil
+	})
+	return p.podsCached(ctx)
 }
 
 func ptr[T any](v T) *T { return &v }
