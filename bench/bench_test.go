@@ -133,7 +133,7 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			if s.Pods != 8 || s.Phases["Succeeded"] != 2 || len(s.Phases) != 1 {
 				t.Errorf("%s scale: %d pods, phases %v, want 8 pods and 2 Succeeded", c, s.Pods, s.Phases)
 			}
-			if s.Seconds <= 0 || s.PodsPerSec <= 0 || s.CPUSeconds <= 0 || s.CPUSecondsPerWorkflow <= 0 {
+			if s.Seconds <= 0 || s.PodsPerSec <= 0 || s.ReleasedSeconds < s.Seconds || s.CPUSeconds <= 0 || s.CPUSecondsPerWorkflow <= 0 {
 				t.Errorf("%s scale: time or CPU not measured: %+v", c, s)
 			}
 			if s.BaselineHeapInuseBytes <= 0 || s.PeakHeapInuseBytes <= 0 || s.EndHeapInuseBytes <= 0 ||
