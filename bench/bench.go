@@ -19,8 +19,9 @@ import (
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
-// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores, most of
-// it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at most every 10 s by default).
+// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores without
+// scale and memory, most of it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at
+// most every 10 s by default); scale and memory add about 45 minutes (docs/performance.md).
 type Options struct {
 	ControlPlane controlplane.Options
 	// Controllers are the controllers under test (ControllerWFGuard, ControllerArgo), each run as its own
