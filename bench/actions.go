@@ -42,7 +42,7 @@ const (
 
 func (e *env) actions(ctx context.Context, report *Report) error {
 	report.Actions = map[string]*ActionsResult{}
-	return e.eachController(func(c string) error {
+	err := e.eachController(func(c string) error {
 		res, err := e.actionsOf(ctx, c)
 		if err != nil {
 			return err
@@ -50,6 +50,12 @@ func (e *env) actions(ctx context.Context, report *Report) error {
 		report.Actions[c] = res
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	e.opts.progressf("actions: the raw client's floor")
+	report.RawActions, err = e.actionsRaw(ctx)
+	return err
 }
 
 // requester sends one suspend or resume for a workflow and returns once the client would.

@@ -90,12 +90,34 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			t.Errorf("raw writes per pod = %v, want %v (calls %+v)", got, want, r.Throughput.Raw.Calls)
 		}
 	})
+	t.Run("the pipeline-writes raw client makes wfguard's user-visible writes: nodes Pending, Running and final, and its Events", func(t *testing.T) {
+		// 3 workflows × 2 pods. Per workflow: create, a first update (Running, the DAG node, the first node
+		// Pending), per node a final update (with the successor Pending) and at most one Running update;
+		// Events WorkflowRunning, WorkflowNodeSucceeded per node and for the DAG, WorkflowSucceeded, and
+		// PodFinalizersReleased per pod, whose repeats the correlator makes patches.
+		calls := r.Throughput.RawPipeline.Calls
+		for call, want := range map[string]int{"create pods": 6, "patch pods": 6, "create workflows": 3, "create events": 3 * (2 + 4), "patch events": 3 * (2 - 1)} {
+			if got := total(calls, call); got != want {
+				t.Errorf("raw pipeline %s = %d, want %d (calls %+v)", call, got, want, calls)
+			}
+		}
+		if got := total(calls, "update workflows"); got < 3*3 || got > 3*5 {
+			t.Errorf("raw pipeline workflow updates = %d, want 9 (no node seen running) to 15 (every node)", got)
+		}
+		w := r.Throughput.Controllers[ControllerWFGuard].Calls
+		if got, raw := total(w, "create events")+total(w, "patch events"), total(calls, "create events")+total(calls, "patch events"); got < raw {
+			t.Errorf("wfguard wrote %d Events, fewer than the %d the raw pipeline copies from it: its queued Events were not all counted", got, raw)
+		}
+	})
 	t.Run("both request kinds finish and show in every workflow, under either controller", func(t *testing.T) {
 		for _, c := range Controllers {
 			a := r.Actions[c]
 			if a.Suspend.Count != 3 || a.Resume.Count != 3 || a.SuspendVisible.Count != 3 || a.ResumeVisible.Count != 3 || a.Failed != 0 {
 				t.Errorf("%s actions: %+v", c, a)
 			}
+		}
+		if a := r.RawActions; a == nil || a.Suspend.Count != 3 || a.Resume.Count != 3 || a.SuspendVisible.Count != 3 || a.Failed != 0 {
+			t.Errorf("the raw client's floor: %+v", a)
 		}
 	})
 	t.Run("late results lose no output under wfguard, which reads past the delayed cache", func(t *testing.T) {
@@ -163,8 +185,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		}
 	})
 	t.Run("every target gets a verdict from this run for wfguard, and the report prints them", func(t *testing.T) {
-		if len(r.Targets) != 7 {
-			t.Errorf("targets: %d, want 7", len(r.Targets))
+		if len(r.Targets) != 8 {
+			t.Errorf("targets: %d, want 8", len(r.Targets))
 		}
 		var text bytes.Buffer
 		r.WriteText(&text)

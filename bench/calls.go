@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -92,4 +96,44 @@ func verbOf(call string) string {
 		}
 	}
 	return call
+}
+
+// eventWrites counts the requests that wrote Events.
+func (c *callCounter) eventWrites() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.counts {
+		if strings.HasSuffix(k, " events") {
+			n += v
+		}
+	}
+	return n
+}
+
+// Events are recorded asynchronously, one at a time: when a run's last workflow completes, some of its
+// Events are still queued. settleEvents waits until no Event write came for eventsQuiet (at most
+// eventsSettleLimit), so the counts include them.
+const (
+	eventsQuiet       = time.Second
+	eventsSettleLimit = time.Minute
+)
+
+func settleEvents(ctx context.Context, c *callCounter) error {
+	ctx, cancel := context.WithTimeout(ctx, eventsSettleLimit)
+	defer cancel()
+	last, since := c.eventWrites(), time.Now()
+	tick := time.NewTicker(eventsQuiet / 10)
+	defer tick.Stop()
+	for time.Since(since) < eventsQuiet {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the Event writes to settle (%d so far): %w", last, ctx.Err())
+		}
+		if n := c.eventWrites(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return nil
 }

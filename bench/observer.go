@@ -32,7 +32,11 @@ type observer struct {
 	nodeName   map[string]string        // node ID → node name
 	podRunning map[string]bool          // node ID → pod seen Running
 	holding    map[string]bool          // node ID → its pod holds the status finalizer
-	wfDone     map[string]time.Time     // workflow name → completed seen
+	// progress is what a node's pod and result show short of completion; progressed is closed (and
+	// replaced) when it changes. The pipeline-writes raw client writes it as wfguard does.
+	progress   map[string]nodeProgress
+	progressed map[string]chan struct{}
+	wfDone     map[string]time.Time // workflow name → completed seen
 	wfPhase    map[string]wfv1.WorkflowPhase
 	// suspended and resumed: when spec.suspend was first seen set, and then first seen unset again.
 	suspended, resumed map[string]time.Time
@@ -41,10 +45,16 @@ type observer struct {
 	wg                 sync.WaitGroup
 }
 
-func startObserver(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, ns string) (*observer, error) {
-	o := &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
-		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{},
+// newObserver is an observer of ns with empty records and no watches yet.
+func newObserver(ns string) *observer {
+	return &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
+		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{},
+		progress: map[string]nodeProgress{}, progressed: map[string]chan struct{}{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{},
 		suspended: map[string]time.Time{}, resumed: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+}
+
+func startObserver(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, ns string) (*observer, error) {
+	o := newObserver(ns)
 	ctx, o.stop = context.WithCancel(ctx)
 	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -131,6 +141,10 @@ func (o *observer) onPod(obj any) {
 		delete(o.holding, id)
 		o.notify()
 	}
+	p := o.progress[id]
+	p.Host = pod.Spec.NodeName
+	p.Running = p.Running || pod.Status.Phase == corev1.PodRunning
+	o.setProgress(id, p)
 	if pod.Status.Phase == corev1.PodRunning && !o.podRunning[id] {
 		o.podRunning[id] = true
 		o.notify()
@@ -143,16 +157,56 @@ func (o *observer) onPod(obj any) {
 
 func (o *observer) onResult(obj any) {
 	r, ok := obj.(*wfv1.WorkflowTaskResult)
-	if !ok || r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+	if !ok {
 		return
 	}
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if r.Outputs != nil && r.Outputs.HasOutputs() {
+		p := o.progress[r.Name]
+		p.Outputs = true
+		o.setProgress(r.Name, p)
+	}
+	if r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+		return
+	}
 	if _, seen := o.resultOK[r.Name]; !seen {
 		o.resultOK[r.Name] = now
 		o.checkReady(r.Name)
 	}
+}
+
+// nodeProgress is what a running node's pod and result show that its workflow status may record before the
+// node completes: the host, the pod running, outputs reported.
+type nodeProgress struct {
+	Host    string
+	Running bool
+	Outputs bool
+}
+
+// setProgress records a node's progress and wakes its waiters if it changed. Callers hold o.mu.
+func (o *observer) setProgress(id string, p nodeProgress) {
+	if o.progress[id] == p {
+		return
+	}
+	o.progress[id] = p
+	if ch, ok := o.progressed[id]; ok {
+		close(ch)
+		delete(o.progressed, id)
+	}
+}
+
+// nodeProgress returns the node's progress and a channel closed when it next changes.
+func (o *observer) nodeProgress(id string) (nodeProgress, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch, ok := o.progressed[id]
+	if !ok {
+		ch = make(chan struct{})
+		o.progressed[id] = ch
+	}
+	return o.progress[id], ch
 }
 
 // readyChan is closed once the node's pod has Succeeded and its result is complete. Callers hold o.mu.
@@ -178,11 +232,16 @@ func (o *observer) checkReady(id string) {
 	}
 }
 
+// nodeReady returns a channel closed once the node's pod has Succeeded and its result is complete.
+func (o *observer) nodeReady(id string) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.readyChan(id)
+}
+
 // waitNode waits until the node's pod has Succeeded and its result is complete.
 func (o *observer) waitNode(ctx context.Context, id string) error {
-	o.mu.Lock()
-	ch := o.readyChan(id)
-	o.mu.Unlock()
+	ch := o.nodeReady(id)
 	select {
 	case <-ch:
 		return nil

@@ -9,21 +9,38 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
 
-// rawRun does the throughput workload without the controller: per node it creates the pod argoexec
-// needs, waits for it to succeed with its result, records the node in the workflow (one update) and
-// removes the finalizer (one patch); per workflow one create and one final update. That is the least a
-// correct controller must write, so its rate is the control plane's own limit for this work.
-func (e *env) rawRun(ctx context.Context, n, m int) (RunStats, error) {
-	ns, err := e.namespace(ctx, "bench-raw")
+// rawMode is which writes the raw client makes for the throughput workload.
+type rawMode int
+
+const (
+	// rawMinimum: per node it creates the pod argoexec needs, waits for it to succeed with its result,
+	// records the node in the workflow (one update) and removes the finalizer (one patch); per workflow one
+	// create and one final update. That is the least a correct controller must write.
+	rawMinimum rawMode = iota
+	// rawPipeline is DESIGN.md's yardstick, the pipeline's creates and updates without a controller: the
+	// writes wfguard makes that users see, in wfguard's order, each running node shown Running once
+	// (pipelineWorkflow).
+	rawPipeline
+)
+
+// rawRun does the throughput workload without the controller, making the writes of mode, so its rate is
+// the control plane's own limit for those writes.
+func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, error) {
+	prefix := map[rawMode]string{rawMinimum: "bench-raw", rawPipeline: "bench-raw-pipeline"}[mode]
+	ns, err := e.namespace(ctx, prefix)
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -39,21 +56,54 @@ func (e *env) rawRun(ctx context.Context, n, m int) (RunStats, error) {
 	defer node.Stop()
 	calls := newCallCounter()
 	config := calls.wrap(e.config)
-	kube := kubernetes.NewForConfigOrDie(config)
-	argo := versioned.NewForConfigOrDie(config)
+	c := rawClients{kube: kubernetes.NewForConfigOrDie(config), argo: versioned.NewForConfigOrDie(config)}
+	if mode == rawPipeline {
+		events, recorder, err := rawRecorder(c.kube)
+		if err != nil {
+			return RunStats{}, err
+		}
+		defer events.Shutdown()
+		c.recorder = recorder
+	}
 	begin := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	err = inParallel(n, n, func(i int) error {
-		return rawWorkflow(runCtx, kube, argo, obs, chainWorkflow(fmt.Sprintf("raw-%04d", i), m))
+		wf := chainWorkflow(fmt.Sprintf("raw-%04d", i), m)
+		if mode == rawPipeline {
+			return pipelineWorkflow(runCtx, c, obs, wf)
+		}
+		return rawWorkflow(runCtx, c.kube, c.argo, obs, wf)
 	})
 	if err != nil {
 		return RunStats{}, err
 	}
 	elapsed := time.Since(begin)
+	if err := settleEvents(runCtx, calls); err != nil {
+		return RunStats{}, err
+	}
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
 		HopLatency: summarize(obs.schedulingLatencies(predecessor))}, nil
+}
+
+// rawClients are the raw client's API clients, counted; recorder is set for the pipeline writes.
+type rawClients struct {
+	kube     kubernetes.Interface
+	argo     versioned.Interface
+	recorder record.EventRecorder
+}
+
+// rawRecorder records Events as the controller does: client-go's broadcaster, correlator and sink, so
+// repeated Events become patches of one Event just as the controller's do.
+func rawRecorder(kube kubernetes.Interface) (record.EventBroadcaster, record.EventRecorder, error) {
+	scheme := runtime.NewScheme()
+	if err := wfv1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	events := record.NewBroadcaster(record.WithContext(context.Background()))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return events, events.NewRecorder(scheme, corev1.EventSource{Component: "wfguard-bench-raw"}), nil
 }
 
 func rawWorkflow(ctx context.Context, kube kubernetes.Interface, argo versioned.Interface, obs *observer, wf *wfv1.Workflow) error {

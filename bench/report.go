@@ -29,6 +29,8 @@ type Report struct {
 	Targets     []Target                      `json:"targets"`
 	// Comparison is the table of figures side by side: wfguard, argo, raw client.
 	Comparison []ComparisonRow `json:"comparison"`
+	// RawActions is the control plane's floor for the actions scenario's bursts (actionsRaw).
+	RawActions *ActionsResult `json:"rawActions,omitempty"`
 }
 
 // Machine describes where the numbers were taken.
@@ -76,6 +78,9 @@ type Target struct {
 	ArgoVerdict  string `json:"argoVerdict"`
 }
 
+// maxHopRatio bounds a controller's hop latency under load against the pipeline-writes raw client's (issue #20).
+const maxHopRatio = 1.2
+
 const (
 	verdictMet      = "met"
 	verdictNotMet   = "NOT MET"
@@ -105,9 +110,10 @@ func (r *Report) evaluate() {
 	r.Targets = nil
 	for _, t := range []struct{ name, target string }{
 		{"scheduling latency", "p50 < 50 ms, p99 < 250 ms"},
-		{"throughput", "≥ 90% of a raw client's rate"},
+		{"throughput", "≥ 90% of a raw client making the pipeline's writes"},
+		{"hop latency under load", fmt.Sprintf("p50 and p99 ≤ %.1f× the pipeline-writes raw client's", maxHopRatio)},
 		{"API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass"},
-		{"WorkflowAction latency", fmt.Sprintf("p99 < 500 ms with %d concurrent", r.Sizes.Actions)},
+		{"WorkflowAction latency", fmt.Sprintf("p99 < %d ms with %d concurrent", actionTargetMs(r.Sizes.Actions), r.Sizes.Actions)},
 		{"orphan sweep", "≤ 1.25× a raw patch loop"},
 		{"late results: no output lost", "0 nodes Succeeded without outputs"},
 		{"controller memory", fmt.Sprintf("report with %d workflows cached (%d finished pods)", r.Sizes.MemoryWorkflows, r.Sizes.MemoryWorkflows*r.Sizes.MemoryPodsPerWorkflow)},
@@ -129,7 +135,14 @@ func (r *Report) measure(name, c string) (string, string) {
 		}
 	case "throughput":
 		if t := r.throughputOf(c); t != nil {
-			return fmt.Sprintf("%.0f%% (%.1f vs %.1f pods/s)", 100*t.Ratio, t.PodsPerSec, r.Throughput.Raw.PodsPerSec), verdict(t.Ratio >= 0.9)
+			return fmt.Sprintf("%.0f%% (%.1f vs %.1f pods/s); %.0f%% of the minimal raw client (%.1f pods/s)", 100*t.PipelineRatio, t.PodsPerSec,
+				r.Throughput.RawPipeline.PodsPerSec, 100*t.Ratio, r.Throughput.Raw.PodsPerSec), verdict(t.PipelineRatio >= 0.9)
+		}
+	case "hop latency under load":
+		if t := r.throughputOf(c); t != nil && t.HopP50Ratio > 0 && t.HopP99Ratio > 0 {
+			raw := r.Throughput.RawPipeline.HopLatency
+			return fmt.Sprintf("p50 %.2f×, p99 %.2f× (%.1f / %.1f ms vs %.1f / %.1f ms)", t.HopP50Ratio, t.HopP99Ratio, t.HopLatency.P50Ms,
+				t.HopLatency.P99Ms, raw.P50Ms, raw.P99Ms), verdict(t.HopP50Ratio <= maxHopRatio && t.HopP99Ratio <= maxHopRatio)
 		}
 	case "API calls per pod":
 		t := r.throughputOf(c)
@@ -155,8 +168,12 @@ func (r *Report) measure(name, c string) (string, string) {
 			creates, releases, perPod(t.Calls, "patch pods"), updates, rawUpdates, direct), verdict(creates <= 1 && releases <= 1 && direct == 0)
 	case "WorkflowAction latency":
 		if a := r.Actions[c]; a != nil {
-			return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms to return, p99 %.1f ms to visible (n=%d, failed %d)", a.All.P50Ms, a.All.P99Ms,
-				a.AllVisible.P99Ms, a.All.Count, a.Failed), verdict(a.All.P99Ms < 500 && a.Failed == 0)
+			floor := ""
+			if raw := r.RawActions; raw != nil && raw.All.Count > 0 {
+				floor = fmt.Sprintf("; raw client's floor p99 %.1f ms", raw.All.P99Ms)
+			}
+			return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms to return, p99 %.1f ms to visible (n=%d, failed %d)%s", a.All.P50Ms, a.All.P99Ms,
+				a.AllVisible.P99Ms, a.All.Count, a.Failed, floor), verdict(a.All.P99Ms < float64(actionTargetMs(r.Sizes.Actions)) && a.Failed == 0)
 		}
 	case "orphan sweep":
 		if o := r.Orphans; o != nil && c == ControllerWFGuard {
@@ -280,4 +297,13 @@ func procField(path, key string) string {
 		}
 	}
 	return ""
+}
+
+// actionTargetMs is the WorkflowAction p99 target for n concurrent actions: DESIGN.md's 500 ms with 50,
+// issue #20's 1 s beyond that (measured with 500).
+func actionTargetMs(n int) int {
+	if n <= 50 {
+		return 500
+	}
+	return 1000
 }

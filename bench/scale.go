@@ -264,8 +264,6 @@ func (p *process) podsCachedOnceDrained(ctx context.Context) (*float64, error) {
 	return p.podsCached(ctx)
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // scaleRows are the scale scenario's figures for the comparison table.
 func (r *Report) scaleRows() []ComparisonRow {
 	if len(r.Scale) == 0 {
@@ -274,7 +272,7 @@ func (r *Report) scaleRows() []ComparisonRow {
 	var rows []ComparisonRow
 	add := func(figure string, f func(*ScaleResult) string) {
 		row := ComparisonRow{Figure: fmt.Sprintf("scale %d × %d: %s", r.Sizes.ScaleWorkflows, r.Sizes.ScalePodsPerWorkflow, figure),
-			WFGuard: notApplicable, Argo: notApplicable, Raw: notApplicable}
+			WFGuard: notApplicable, Argo: notApplicable, Raw: notApplicable, RawPipeline: notApplicable}
 		if s := r.Scale[ControllerWFGuard]; s != nil {
 			row.WFGuard = f(s)
 		}

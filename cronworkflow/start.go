@@ -7,6 +7,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,10 +118,16 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 		r.submissionError(p, fmt.Sprintf("Failed to submit Workflow: %s", err))
 		return nil
 	}
-	r.rememberCreated(created.UID)
+	if outcome == outcomeCreated {
+		r.rememberCreated(created.UID)
+	}
+	p.count(created.UID)
 	// Listed even when another controller's run already completed: the next pass counts it once, on
-	// its way out of active (a completed run never listed would never be counted).
-	if !cwf.Status.HasActiveUID(created.UID) {
+	// its way out of active (a completed run never listed would never be counted). A run the status
+	// already recorded (the write that listed it set lastScheduledTime to its tick or later) and no
+	// longer lists has been counted: listing it again would count it twice.
+	recorded := cwf.Status.LastScheduledTime != nil && !cwf.Status.LastScheduledTime.Time.Before(t)
+	if !cwf.Status.HasActiveUID(created.UID) && !(recorded && created.Status.Fulfilled()) {
 		cwf.Status.Active = append(cwf.Status.Active, activeRef(created))
 	}
 	cwf.Status.Phase = wfv1.ActivePhase
@@ -135,6 +142,32 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 		}
 	})
 	return nil
+}
+
+// claimCreated reports the runs this process created in a pass whose status write then failed, when a
+// later pass finds them recorded (by the other writer that won the conflict) and so never submits them
+// again: each run this process created is counted as created once.
+func (r *Reconciler) claimCreated(p *pass) {
+	for _, run := range p.runs {
+		if !r.createdHere(run.UID) || p.counted[run.UID] {
+			continue
+		}
+		p.count(run.UID)
+		p.report(func() {
+			r.forgetCreated(run.UID)
+			r.opts.Observer.Triggered(p.cwf.Namespace, p.cwf.Name)
+			r.metrics.runs.WithLabelValues(outcomeCreated).Inc()
+			r.recorder.Eventf(p.cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", run.Name,
+				run.Annotations[common.AnnotationKeyCronWfScheduledTime])
+		})
+	}
+}
+
+func (p *pass) count(uid types.UID) {
+	if p.counted == nil {
+		p.counted = map[types.UID]bool{}
+	}
+	p.counted[uid] = true
 }
 
 // createdHere: this process created the run in a pass whose report is still due.

@@ -41,6 +41,8 @@ type pass struct {
 	// reports are the metrics, Events and observer calls of the pass's decisions, made once its status write
 	// succeeded: a pass retried after a conflict decides again and must not count twice.
 	reports []func()
+	// counted are the runs whose creation this pass reports (submit, claimCreated).
+	counted map[types.UID]bool
 }
 
 func (p *pass) report(f func()) { p.reports = append(p.reports, f) }
@@ -64,6 +66,7 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 	if err := r.decide(ctx, key, p); err != nil {
 		return err
 	}
+	r.claimCreated(p)
 	if err := r.persist(ctx, p); err != nil {
 		return err
 	}

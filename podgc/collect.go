@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/wfguard/wfguard/internal/resourceversion"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -155,14 +156,18 @@ func (c *Collector) completedPods(ctx context.Context, wf *wfv1.Workflow) (map[s
 	}
 }
 
-// merged is pods plus the completed pods read from the API server that pods lacks (a pod in pods is the
-// newer copy: just settled, or cached).
+// merged is pods plus the completed pods read from the API server, the newer copy (by resourceVersion)
+// where both have a node's pod: a cached copy may predate the pod's departure from the cache (its last
+// write: our release, which the read shows).
 func merged(pods, completed map[string]*corev1.Pod) map[string]*corev1.Pod {
 	out := make(map[string]*corev1.Pod, len(pods)+len(completed))
 	for id, pod := range completed {
 		out[id] = pod
 	}
 	for id, pod := range pods {
+		if read, ok := out[id]; ok && read.UID == pod.UID && resourceversion.Compare(read.ResourceVersion, pod.ResourceVersion) > 0 {
+			continue
+		}
 		out[id] = pod
 	}
 	return out

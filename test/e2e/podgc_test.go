@@ -2,10 +2,12 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -90,7 +92,11 @@ func TestADelayedPodGCDeletionSurvivesAControllerRestart(t *testing.T) {
 		return len(pods) == 2, nil
 	})
 	if err != nil {
-		t.Fatalf("the delayed deletion was not recorded on the pods")
+		var state []string
+		for name, p := range e.podNames(t.Context()) {
+			state = append(state, fmt.Sprintf("%s: delete-after %q, completed %q, finalizers %v", name, p.Annotations[podgc.AnnotationDeleteAfter], p.Labels[common.LabelKeyCompleted], p.Finalizers))
+		}
+		t.Fatalf("the delayed deletion was not recorded on the pods: %v", state)
 	}
 	// ...so a controller that restarts before they are due still deletes them.
 	e.stopController()
