@@ -19,8 +19,9 @@ import (
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
 
-// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores, most of
-// it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at most every 10 s by default).
+// Options size the scenarios. With both controllers the defaults take roughly 25 minutes on 2 cores without
+// scale and memory, most of it argo's latency scenario (about 10 s per hop: argo reconciles a workflow at
+// most every 10 s by default); scale and memory add about 45 minutes (docs/performance.md).
 type Options struct {
 	ControlPlane controlplane.Options
 	// Controllers are the controllers under test (ControllerWFGuard, ControllerArgo), each run as its own
@@ -39,14 +40,17 @@ type Options struct {
 	OrphanPods                  int
 	LateResultWorkflows         int // throughput under a delayed task-result informer
 	LateResultDelay             time.Duration
+	ScaleWorkflows              int // scale: concurrent workflows ...
+	ScalePodsPerWorkflow        int // ... each a diamond of this many pods (root → m-2 → sink)
 	MemoryWorkflows             int
+	MemoryPodsPerWorkflow       int // memory: finished pods per completed workflow
 	// ControllerBinary is the wfguard binary (`wfguard controller` is run as its own process).
 	ControllerBinary string
 	// Root is the wfguard module root: argo's CRDs (config/crd/argo) and bin/workflow-controller live there.
 	// Default: the module holding the working directory.
 	Root string
 	// Only, when non-empty, runs just the named scenarios (latency, throughput, actions, orphans,
-	// lateresults, memory).
+	// lateresults, scale, memory).
 	Only []string
 
 	// LogDir keeps the controllers' logs and kubeconfigs ("" : a temp dir removed at the end).
@@ -59,11 +63,12 @@ type Options struct {
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
 		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
-		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, MemoryWorkflows: 10000}
+		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
+		MemoryPodsPerWorkflow: 5}
 }
 
 // scenarios are the scenario names, in the order they run.
-var scenarios = []string{"latency", "throughput", "actions", "orphans", "lateresults", "memory"}
+var scenarios = []string{"latency", "throughput", "actions", "orphans", "lateresults", "scale", "memory"}
 
 // IsScenario reports whether name is a scenario Options.Only accepts.
 func IsScenario(name string) bool {
@@ -156,7 +161,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	for _, s := range []scenario{
 		{"latency", e.latency}, {"throughput", e.throughput}, {"actions", e.actions},
-		{"orphans", e.orphans}, {"lateresults", e.lateResults}, {"memory", e.memory},
+		{"orphans", e.orphans}, {"lateresults", e.lateResults}, {"scale", e.scale}, {"memory", e.memory},
 	} {
 		if !opts.wants(s.name) {
 			continue

@@ -34,7 +34,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 	}
 	o := Options{Controllers: Controllers, Workers: 4, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 1, ChainLength: 3,
 		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
-		LateResultDelay: 3 * time.Second, MemoryWorkflows: 40, ControllerBinary: binary, Progress: testWriter{t}}
+		LateResultDelay: 3 * time.Second, ScaleWorkflows: 2, ScalePodsPerWorkflow: 4, MemoryWorkflows: 40, MemoryPodsPerWorkflow: 2,
+		ControllerBinary: binary, Progress: testWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, o)
@@ -46,7 +47,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		t.Fatalf("a scenario is missing from the report: %+v", r)
 	}
 	for _, c := range Controllers {
-		if r.Latency[c] == nil || r.Throughput.Controllers[c] == nil || r.Actions[c] == nil || r.LateResults[c] == nil || r.Memory[c] == nil {
+		if r.Latency[c] == nil || r.Throughput.Controllers[c] == nil || r.Actions[c] == nil || r.LateResults[c] == nil || r.Memory[c] == nil ||
+			r.Scale[c] == nil {
 			t.Fatalf("a scenario of %s is missing from the report: %+v", c, r)
 		}
 	}
@@ -130,12 +132,56 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			t.Errorf("argo's late-results run has no final phases")
 		}
 	})
-	t.Run("the memory scenario measures each controller's process", func(t *testing.T) {
+	t.Run("the memory scenario measures each controller's process, beside the workflows' finished pods", func(t *testing.T) {
 		for _, c := range Controllers {
 			m := r.Memory[c]
 			if m.LoadedHeapInuseBytes <= 0 || m.LoadedRSSBytes <= 0 || m.BaselineHeapInuseBytes <= 0 || m.BaselineRSSBytes <= 0 {
 				t.Errorf("%s memory: %+v", c, m)
 			}
+			if m.Workflows != 40 || m.Pods != 80 || m.CreateSeconds <= 0 {
+				t.Errorf("%s memory: %d workflows, %d pods created in %v s, want 40 and 80", c, m.Workflows, m.Pods, m.CreateSeconds)
+			}
+		}
+		if got := r.Memory[ControllerWFGuard].PodsCached; got == nil || *got != 0 {
+			t.Errorf("wfguard caches %v pods with only finished pods in its namespace, want 0", deref(got))
+		}
+		if got := r.Memory[ControllerArgo].PodsCached; got != nil {
+			t.Errorf("argo exports no count of its cached pods, yet the report has %v", *got)
+		}
+	})
+	t.Run("the scale scenario runs every workflow to success and measures each controller's process", func(t *testing.T) {
+		for _, c := range Controllers {
+			s := r.Scale[c]
+			if s.Pods != 8 || s.Phases["Succeeded"] != 2 || len(s.Phases) != 1 {
+				t.Errorf("%s scale: %d pods, phases %v, want 8 pods and 2 Succeeded", c, s.Pods, s.Phases)
+			}
+			if s.Seconds <= 0 || s.PodsPerSec <= 0 || s.ReleasedSeconds < s.Seconds || s.CPUSeconds <= 0 || s.CPUSecondsPerWorkflow <= 0 {
+				t.Errorf("%s scale: time or CPU not measured: %+v", c, s)
+			}
+			if s.BaselineHeapInuseBytes <= 0 || s.PeakHeapInuseBytes <= 0 || s.EndHeapInuseBytes <= 0 ||
+				s.BaselineRSSBytes <= 0 || s.EndRSSBytes <= 0 || s.PeakRSSBytes < s.EndRSSBytes {
+				t.Errorf("%s scale: memory not measured: %+v", c, s)
+			}
+		}
+		// Every pod was released, which labels it completed: none is left in wfguard's cache. (Its peak is
+		// sampled once a second, too seldom to assert it caught a run this short.)
+		w := r.Scale[ControllerWFGuard]
+		if w.PeakPodsCached == nil || w.EndPodsCached == nil || *w.EndPodsCached != 0 {
+			t.Errorf("wfguard pods cached: peak %v, end %v, want an end of 0", deref(w.PeakPodsCached), deref(w.EndPodsCached))
+		}
+		if a := r.Scale[ControllerArgo]; a.PeakPodsCached != nil || a.EndPodsCached != nil {
+			t.Errorf("argo exports no count of its cached pods, yet the report has one: %+v", a)
+		}
+		var text, js bytes.Buffer
+		r.WriteText(&text)
+		if err := r.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "scale: 2 workflows × 4 pods") || !strings.Contains(text.String(), "scale 2 × 4: time to finish") {
+			t.Errorf("the text report lacks the scale scenario:\n%s", text.String())
+		}
+		if !strings.Contains(js.String(), `"peakHeapInuseBytes"`) {
+			t.Errorf("the JSON report lacks the scale scenario:\n%s", js.String())
 		}
 	})
 	t.Run("every target gets a verdict from this run for wfguard, and the report prints them", func(t *testing.T) {
@@ -157,6 +203,13 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			t.Errorf("JSON report: %v\n%s", err, js.String())
 		}
 	})
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return "none"
+	}
+	return *f
 }
 
 func total(calls []APICall, call string) int {

@@ -150,7 +150,18 @@ func (r *Report) comparison() []ComparisonRow {
 		per(fmt.Sprintf("RSS, %d workflows cached (baseline)", r.Sizes.MemoryWorkflows), notApplicable, mem(func(m *MemoryResult) string {
 			return fmt.Sprintf("%s (%s)", mib(m.LoadedRSSBytes), mib(m.BaselineRSSBytes))
 		}))
+		per(fmt.Sprintf("heap / RSS per workflow, %d finished pods in the namespace", r.Sizes.MemoryWorkflows*r.Sizes.MemoryPodsPerWorkflow), notApplicable,
+			mem(func(m *MemoryResult) string {
+				return fmt.Sprintf("%s / %.1f KiB", kibOrNA(m.HeapBytesPerWorkflow, m.LoadedHeapInuseBytes), m.RSSBytesPerWorkflow/1024)
+			}))
+		per("pods cached with the memory scenario loaded", notApplicable, mem(func(m *MemoryResult) string {
+			if m.PodsCached == nil {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.0f", *m.PodsCached)
+		}))
 	}
+	rows = append(rows, r.scaleRows()...)
 	return rows
 }
 

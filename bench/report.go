@@ -25,6 +25,7 @@ type Report struct {
 	Orphans     *OrphansResult                `json:"orphans,omitempty"`
 	LateResults map[string]*LateResultsResult `json:"lateResults,omitempty"`
 	Memory      map[string]*MemoryResult      `json:"memory,omitempty"`
+	Scale       map[string]*ScaleResult       `json:"scale,omitempty"`
 	Targets     []Target                      `json:"targets"`
 	// Comparison is the table of figures side by side: wfguard, argo, raw client.
 	Comparison []ComparisonRow `json:"comparison"`
@@ -59,6 +60,10 @@ type Sizes struct {
 	LateResultWorkflows int     `json:"lateResultWorkflows"`
 	LateResultDelaySecs float64 `json:"lateResultDelaySeconds"`
 	MemoryWorkflows     int     `json:"memoryWorkflows"`
+	// MemoryPodsPerWorkflow, ScaleWorkflows and ScalePodsPerWorkflow size the memory and scale scenarios.
+	MemoryPodsPerWorkflow int `json:"memoryPodsPerWorkflow"`
+	ScaleWorkflows        int `json:"scaleWorkflows"`
+	ScalePodsPerWorkflow  int `json:"scalePodsPerWorkflow"`
 }
 
 // Target is one DESIGN.md performance target and whether this run met it: wfguard's figure and verdict,
@@ -88,7 +93,8 @@ func newReport(o Options) *Report {
 		Workers: o.Workers, QPS: o.QPS, Burst: o.Burst, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
 		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes,
 		Actions: o.Actions, OrphanPods: o.OrphanPods, LateResultWorkflows: o.LateResultWorkflows,
-		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows}}
+		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows,
+		MemoryPodsPerWorkflow: o.MemoryPodsPerWorkflow, ScaleWorkflows: o.ScaleWorkflows, ScalePodsPerWorkflow: o.ScalePodsPerWorkflow}}
 }
 
 func verdict(ok bool) string {
@@ -110,7 +116,7 @@ func (r *Report) evaluate() {
 		{"WorkflowAction latency", fmt.Sprintf("p99 < %d ms with %d concurrent", actionTargetMs(r.Sizes.Actions), r.Sizes.Actions)},
 		{"orphan sweep", "≤ 1.25× a raw patch loop"},
 		{"late results: no output lost", "0 nodes Succeeded without outputs"},
-		{"controller memory", fmt.Sprintf("report with %d workflows cached", r.Sizes.MemoryWorkflows)},
+		{"controller memory", fmt.Sprintf("report with %d workflows cached (%d finished pods)", r.Sizes.MemoryWorkflows, r.Sizes.MemoryWorkflows*r.Sizes.MemoryPodsPerWorkflow)},
 	} {
 		target := Target{Name: t.name, Target: t.target}
 		target.Measured, target.Verdict = r.measure(t.name, ControllerWFGuard)
@@ -184,8 +190,8 @@ func (r *Report) measure(name, c string) (string, string) {
 		}
 	case "controller memory":
 		if m := r.Memory[c]; m != nil {
-			return fmt.Sprintf("heap in use %s (baseline %s), RSS %s, %.1f KiB/workflow", mibOrNA(m.LoadedHeapInuseBytes), mibOrNA(m.BaselineHeapInuseBytes),
-				mib(m.LoadedRSSBytes), m.HeapBytesPerWorkflow/1024), verdictReported
+			return fmt.Sprintf("heap in use %s (baseline %s), RSS %s, %.1f KiB/workflow%s", mibOrNA(m.LoadedHeapInuseBytes), mibOrNA(m.BaselineHeapInuseBytes),
+				mib(m.LoadedRSSBytes), m.HeapBytesPerWorkflow/1024, podsCachedNote(m.PodsCached)), verdictReported
 		}
 	}
 	return "-", verdictNotRun
@@ -255,6 +261,7 @@ func (r *Report) WriteText(w io.Writer) {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
+	r.writeScale(w)
 	if o := r.Orphans; o != nil {
 		fmt.Fprintf(w, "orphan sweep (wfguard): %d pods — controller %.2f s, raw patch loop %.2f s, ratio %.2f×\n\n", o.Pods, o.ControllerSeconds, o.RawSeconds, o.Ratio)
 	}

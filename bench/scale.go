@@ -1,0 +1,335 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/wfguard/wfguard/bench/workload"
+)
+
+// ScaleResult is one controller running many workflows at once, from submission until every pod is
+// released, with its process's memory and CPU along the way.
+type ScaleResult struct {
+	Workflows       int `json:"workflows"`
+	PodsPerWorkflow int `json:"podsPerWorkflow"`
+	Pods            int `json:"pods"`
+	// Seconds is submit → every workflow completed (as the bench's watch sees it); ReleasedSeconds is
+	// submit → every pod released (its status finalizer removed), which may trail well behind.
+	Seconds         float64 `json:"seconds"`
+	PodsPerSec      float64 `json:"podsPerSec"`
+	ReleasedSeconds float64 `json:"releasedSeconds"`
+	// CPUSeconds is the controller process's user + system time, submit → every pod released.
+	CPUSeconds            float64 `json:"cpuSeconds"`
+	CPUSecondsPerWorkflow float64 `json:"cpuSecondsPerWorkflow"`
+	// Heap is go_memstats_heap_inuse_bytes from the controller's /metrics (0 where it serves none), RSS is
+	// VmRSS: the baseline after the warm-up, the peak sampled during the run (RSS every 250 ms, heap every
+	// second), the end once every pod is released and the RSS settled.
+	BaselineHeapInuseBytes float64 `json:"baselineHeapInuseBytes"`
+	PeakHeapInuseBytes     float64 `json:"peakHeapInuseBytes"`
+	EndHeapInuseBytes      float64 `json:"endHeapInuseBytes"`
+	BaselineRSSBytes       float64 `json:"baselineRSSBytes"`
+	PeakRSSBytes           float64 `json:"peakRSSBytes"`
+	EndRSSBytes            float64 `json:"endRSSBytes"`
+	// Per workflow: (peak or end - baseline) / workflows.
+	PeakHeapBytesPerWorkflow float64 `json:"peakHeapBytesPerWorkflow"`
+	EndHeapBytesPerWorkflow  float64 `json:"endHeapBytesPerWorkflow"`
+	PeakRSSBytesPerWorkflow  float64 `json:"peakRSSBytesPerWorkflow"`
+	// PeakPodsCached and EndPodsCached are wfguard_pods_cached sampled during the run and at the end (nil
+	// for a controller that exports none). Completed pods leave the cache, so the end should be about 0.
+	PeakPodsCached *float64 `json:"peakPodsCached,omitempty"`
+	EndPodsCached  *float64 `json:"endPodsCached,omitempty"`
+	// Phases count the workflows' final phases.
+	Phases map[wfv1.WorkflowPhase]int `json:"phases"`
+}
+
+// scale runs each controller on n diamonds of m pods submitted at once.
+func (e *env) scale(ctx context.Context, report *Report) error {
+	report.Scale = map[string]*ScaleResult{}
+	return e.eachController(func(c string) error {
+		res, err := e.scaleOf(ctx, c, e.opts.ScaleWorkflows, e.opts.ScalePodsPerWorkflow)
+		if err != nil {
+			return err
+		}
+		report.Scale[c] = res
+		return nil
+	})
+}
+
+// diamondWorkflow is root → c0..c(m-3) → sink (m ≥ 3; fewer: a chain), each consuming an output upstream.
+// Most of its pods run at once, so n diamonds hold about n×(m-2) running pods in the controller's cache, in
+// three hops whatever m: a chain of m would hold only n, and take m hops of argo's 10 s requeue.
+func diamondWorkflow(name string, m int) *wfv1.Workflow {
+	if m < 3 {
+		return chainWorkflow(name, m)
+	}
+	tasks := []wfv1.DAGTask{{Name: "root", Template: "step"}}
+	var middle []string
+	for i := range m - 2 {
+		c := fmt.Sprintf("c%d", i)
+		middle = append(middle, c)
+		tasks = append(tasks, wfv1.DAGTask{Name: c, Template: "step", Dependencies: []string{"root"}, Arguments: workload.Consume("tasks", "root")})
+	}
+	tasks = append(tasks, wfv1.DAGTask{Name: "sink", Template: "step", Dependencies: middle, Arguments: workload.Consume("tasks", middle[0])})
+	return dagWorkflow(name, tasks)
+}
+
+func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, error) {
+	ns, err := e.namespace(ctx, "bench-scale-"+c)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := startObserver(ctx, e.kube, e.argo, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer obs.close()
+	node, err := e.startNode(ctx, ns, stepScript())
+	if err != nil {
+		return nil, err
+	}
+	defer node.Stop()
+	p, err := e.startController(ctx, c, ns, processOptions{metrics: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = p.stop() }()
+	if err := e.warmUp(ctx, p, obs); err != nil {
+		return nil, err
+	}
+	res := &ScaleResult{Workflows: n, PodsPerWorkflow: m, Pods: n * m}
+	if res.BaselineHeapInuseBytes, res.BaselineRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+		return nil, err
+	}
+	var wfs []*wfv1.Workflow
+	for i := range n {
+		wfs = append(wfs, diamondWorkflow(fmt.Sprintf("wf-%04d", i), m))
+	}
+	cpuBefore, err := p.cpuSeconds()
+	if err != nil {
+		return nil, err
+	}
+	peaks := samplePeaks(ctx, p)
+	begin := time.Now()
+	if err := createAll(ctx, e.argo, ns, wfs); err != nil {
+		peaks.stop()
+		return nil, err
+	}
+	// Generous: argo reconciles a workflow at most every 10 s, and everything shares two cores.
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Minute+time.Duration(n*m)*100*time.Millisecond)
+	defer cancel()
+	err = obs.waitWorkflows(waitCtx, names(wfs))
+	elapsed := time.Since(begin)
+	if err == nil {
+		err = allSucceeded(obs, names(wfs))
+	}
+	if err == nil {
+		err = obs.waitReleased(waitCtx)
+	}
+	released := time.Since(begin)
+	cpuAfter, cerr := p.cpuSeconds()
+	peak := peaks.stop()
+	if err != nil {
+		return nil, p.failed(err)
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	res.Seconds, res.PodsPerSec, res.Phases = elapsed.Seconds(), perSecond(n*m, elapsed), obs.phases(names(wfs))
+	res.ReleasedSeconds, res.CPUSeconds = released.Seconds(), cpuAfter-cpuBefore
+	res.PeakHeapInuseBytes, res.PeakRSSBytes, res.PeakPodsCached = peak.heap, peak.rss, peak.podsCached
+	e.opts.progressf("bench:     %d workflows × %d pods done in %.1f s, released in %.1f s", n, m, res.Seconds, res.ReleasedSeconds)
+	if res.EndPodsCached, err = p.podsCachedOnceDrained(ctx); err != nil {
+		return nil, err
+	}
+	if res.EndHeapInuseBytes, res.EndRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+		return nil, err
+	}
+	res.PeakRSSBytes = max(res.PeakRSSBytes, res.EndRSSBytes)
+	if res.PeakPodsCached != nil && res.EndPodsCached != nil {
+		res.PeakPodsCached = ptr(max(*res.PeakPodsCached, *res.EndPodsCached))
+	}
+	if n > 0 {
+		res.CPUSecondsPerWorkflow = res.CPUSeconds / float64(n)
+		res.PeakRSSBytesPerWorkflow = (res.PeakRSSBytes - res.BaselineRSSBytes) / float64(n)
+		if res.BaselineHeapInuseBytes > 0 {
+			res.PeakHeapBytesPerWorkflow = (res.PeakHeapInuseBytes - res.BaselineHeapInuseBytes) / float64(n)
+			res.EndHeapBytesPerWorkflow = (res.EndHeapInuseBytes - res.BaselineHeapInuseBytes) / float64(n)
+		}
+	}
+	return res, nil
+}
+
+// peakSample is the largest of each figure sampled so far.
+type peakSample struct {
+	heap, rss  float64
+	podsCached *float64
+}
+
+type peakSampler struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	peak   peakSample
+}
+
+// samplePeaks samples the controller's RSS every 250 ms and its /metrics every second until stop.
+func samplePeaks(ctx context.Context, p *process) *peakSampler {
+	s := &peakSampler{}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if rss, err := p.rss(); err == nil {
+				s.mu.Lock()
+				s.peak.rss = max(s.peak.rss, rss)
+				s.mu.Unlock()
+			}
+			if i%4 == 0 {
+				s.scrape(ctx, p)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *peakSampler) scrape(ctx context.Context, p *process) {
+	m, err := p.metrics(ctx)
+	if err != nil || m == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peak.heap = max(s.peak.heap, m["go_memstats_heap_inuse_bytes"])
+	if v, ok := m[podsCachedMetric]; ok && p.name == ControllerWFGuard {
+		if s.peak.podsCached == nil || v > *s.peak.podsCached {
+			s.peak.podsCached = ptr(v)
+		}
+	}
+}
+
+// stop ends the sampling and returns the peaks.
+func (s *peakSampler) stop() peakSample {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// podsCachedMetric is wfguard's gauge of the pods in its cache (running work; completed pods leave it).
+const podsCachedMetric = "wfguard_pods_cached"
+
+// podsCached is the controller's own count of the pods it caches (nil for a controller that exports none).
+func (p *process) podsCached(ctx context.Context) (*float64, error) {
+	if p.name != ControllerWFGuard {
+		return nil, nil
+	}
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return nil, p.failed(fmt.Errorf("scraping %s: %w", p.metricsURL, err))
+	}
+	v, ok := m[podsCachedMetric]
+	if !ok {
+		return nil, p.failed(fmt.Errorf("%s serves no %s", p.metricsURL, podsCachedMetric))
+	}
+	return &v, nil
+}
+
+// podsCachedOnceDrained is podsCached once it reached 0 or 30 s passed: a pod leaves the cache when the
+// controller's watch sees its release (which labels it completed), which may trail the bench's own watch.
+// What is left after that is reported, whatever it is.
+func (p *process) podsCachedOnceDrained(ctx context.Context) (*float64, error) {
+	if p.name != ControllerWFGuard {
+		return nil, nil
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cached, err := p.podsCached(ctx)
+		return err == nil && *cached == 0, nil
+	})
+	return p.podsCached(ctx)
+}
+
+// scaleRows are the scale scenario's figures for the comparison table.
+func (r *Report) scaleRows() []ComparisonRow {
+	if len(r.Scale) == 0 {
+		return nil
+	}
+	var rows []ComparisonRow
+	add := func(figure string, f func(*ScaleResult) string) {
+		row := ComparisonRow{Figure: fmt.Sprintf("scale %d × %d: %s", r.Sizes.ScaleWorkflows, r.Sizes.ScalePodsPerWorkflow, figure),
+			WFGuard: notApplicable, Argo: notApplicable, Raw: notApplicable, RawPipeline: notApplicable}
+		if s := r.Scale[ControllerWFGuard]; s != nil {
+			row.WFGuard = f(s)
+		}
+		if s := r.Scale[ControllerArgo]; s != nil {
+			row.Argo = f(s)
+		}
+		rows = append(rows, row)
+	}
+	add("time to finish (pods/s)", func(s *ScaleResult) string { return fmt.Sprintf("%.1f s (%.1f)", s.Seconds, s.PodsPerSec) })
+	add("time until every pod is released", func(s *ScaleResult) string { return fmt.Sprintf("%.1f s", s.ReleasedSeconds) })
+	add("heap in use peak / end", func(s *ScaleResult) string {
+		return fmt.Sprintf("%s / %s", mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes))
+	})
+	add("peak heap per workflow", func(s *ScaleResult) string { return kibOrNA(s.PeakHeapBytesPerWorkflow, s.PeakHeapInuseBytes) })
+	add("RSS peak / end", func(s *ScaleResult) string { return fmt.Sprintf("%s / %s", mib(s.PeakRSSBytes), mib(s.EndRSSBytes)) })
+	add("peak RSS per workflow", func(s *ScaleResult) string { return fmt.Sprintf("%.1f KiB", s.PeakRSSBytesPerWorkflow/1024) })
+	add("CPU s (per workflow)", func(s *ScaleResult) string {
+		return fmt.Sprintf("%.1f (%.1f ms)", s.CPUSeconds, 1000*s.CPUSecondsPerWorkflow)
+	})
+	add("pods cached peak / end", func(s *ScaleResult) string {
+		if s.PeakPodsCached == nil || s.EndPodsCached == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f / %.0f", *s.PeakPodsCached, *s.EndPodsCached)
+	})
+	add("workflow phases", func(s *ScaleResult) string { return phaseSummary(s.Phases) })
+	return rows
+}
+
+// kibOrNA prints b as KiB, or n/a when the figure it derives from (of) was not measured.
+func kibOrNA(b, of float64) string {
+	if of <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f KiB", b/1024)
+}
+
+// writeScale prints the scale scenario's details per controller.
+func (r *Report) writeScale(w io.Writer) {
+	if len(r.Scale) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "scale: %d workflows × %d pods (diamonds) submitted at once:\n", r.Sizes.ScaleWorkflows, r.Sizes.ScalePodsPerWorkflow)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Controllers {
+		s := r.Scale[c]
+		if s == nil {
+			continue
+		}
+		cached := "n/a"
+		if s.PeakPodsCached != nil && s.EndPodsCached != nil {
+			cached = fmt.Sprintf("%.0f peak, %.0f end", *s.PeakPodsCached, *s.EndPodsCached)
+		}
+		fmt.Fprintf(tw, "  %s\tdone %.1f s, released %.1f s\t%.1f pods/s\theap %s → peak %s → end %s\tRSS %s → peak %s → end %s\tCPU %.1f s\tpods cached %s\n", c,
+			s.Seconds, s.ReleasedSeconds, s.PodsPerSec, mibOrNA(s.BaselineHeapInuseBytes), mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes),
+			mib(s.BaselineRSSBytes), mib(s.PeakRSSBytes), mib(s.EndRSSBytes), s.CPUSeconds, cached)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
