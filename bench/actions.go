@@ -130,21 +130,9 @@ func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
 	if err != nil {
 		return nil, p.failed(err)
 	}
-	var all, allVisible []time.Duration
-	for _, kind := range []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume} {
-		returned, visible, failed, err := burst(ctx, obs, send, wfs, kind)
-		if err != nil {
-			return nil, p.failed(err)
-		}
-		res.Failed += failed
-		all, allVisible = append(all, returned...), append(allVisible, visible...)
-		if kind == v1alpha1.ActionSuspend {
-			res.Suspend, res.SuspendVisible = summarize(returned), summarize(visible)
-		} else {
-			res.Resume, res.ResumeVisible = summarize(returned), summarize(visible)
-		}
+	if err := res.measureBursts(ctx, obs, send, wfs); err != nil {
+		return nil, p.failed(err)
 	}
-	res.All, res.AllVisible = summarize(all), summarize(allVisible)
 	close(hold)
 	released = true
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -156,6 +144,26 @@ func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// measureBursts sends a burst of suspends, then one of resumes, one request per workflow, into res.
+func (res *ActionsResult) measureBursts(ctx context.Context, obs *observer, send requester, wfs []*wfv1.Workflow) error {
+	var all, allVisible []time.Duration
+	for _, kind := range []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume} {
+		returned, visible, failed, err := burst(ctx, obs, send, wfs, kind)
+		if err != nil {
+			return fmt.Errorf("%s burst: %w", kind, err)
+		}
+		res.Failed += failed
+		all, allVisible = append(all, returned...), append(allVisible, visible...)
+		if kind == v1alpha1.ActionSuspend {
+			res.Suspend, res.SuspendVisible = summarize(returned), summarize(visible)
+		} else {
+			res.Resume, res.ResumeVisible = summarize(returned), summarize(visible)
+		}
+	}
+	res.All, res.AllVisible = summarize(all), summarize(allVisible)
+	return nil
 }
 
 // burst sends one request of kind per workflow, all at once, and measures each to the client's return and

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
@@ -46,21 +45,9 @@ func (e *env) actionsRaw(ctx context.Context) (*ActionsResult, error) {
 	}
 	defer stopWatch()
 	send := rawActionRequester(e.argo, client.Namespace(ns), ns, terminal)
-	var all, allVisible []time.Duration
-	for _, kind := range []string{v1alpha1.ActionSuspend, v1alpha1.ActionResume} {
-		returned, visible, failed, err := burst(ctx, obs, send, wfs, kind)
-		if err != nil {
-			return nil, fmt.Errorf("raw %s burst: %w", kind, err)
-		}
-		res.Failed += failed
-		all, allVisible = append(all, returned...), append(allVisible, visible...)
-		if kind == v1alpha1.ActionSuspend {
-			res.Suspend, res.SuspendVisible = summarize(returned), summarize(visible)
-		} else {
-			res.Resume, res.ResumeVisible = summarize(returned), summarize(visible)
-		}
+	if err := res.measureBursts(ctx, obs, send, wfs); err != nil {
+		return nil, fmt.Errorf("raw client: %w", err)
 	}
-	res.All, res.AllVisible = summarize(all), summarize(allVisible)
 	return res, nil
 }
 
