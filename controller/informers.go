@@ -320,8 +320,9 @@ func (c *Controller) podsOf(wf *wfv1.Workflow) map[string]*corev1.Pod {
 		}
 		pods[id] = pod
 	}
-	// A pod someone else labelled completed left the cache still holding the finalizer: its node's pass
-	// still settles it, or reads it back when its node is not final (findMissingPods).
+	// A pod that left the cache still holding the finalizer (someone else changed a label the cache
+	// selects on) is still settled by its node's pass, or read back when its node is not final
+	// (findMissingPods).
 	for _, pod := range c.releaser.Departed(string(wf.UID)) {
 		id := pod.Annotations[common.AnnotationKeyNodeID]
 		n, ok := wf.Status.Nodes[id]
