@@ -9,6 +9,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,6 +219,14 @@ func grantPodPatch(t *testing.T, e *env, user string) kubernetes.Interface {
 	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The authorizer sees a new binding through its own cache: wait until it allows the patch.
+	harness.Until(t, user+" allowed to patch pods", 30*time.Second, func(ctx context.Context) bool {
+		review, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: e.Namespace, Verb: "patch", Resource: "pods"},
+		}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed
+	})
 	return kubernetes.NewForConfigOrDie(harness.As(cp.Config(), user, nil, nil))
 }
 
