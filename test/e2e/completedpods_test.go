@@ -21,6 +21,7 @@ import (
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
@@ -219,15 +220,13 @@ func grantPodPatch(t *testing.T, e *env, user string) kubernetes.Interface {
 	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	config := harness.As(cp.Config(), user, nil, nil)
 	// The authorizer sees a new binding through its own cache: wait until it allows the patch.
-	harness.Until(t, user+" allowed to patch pods", 30*time.Second, func(ctx context.Context) bool {
-		review, err := e.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               user,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: e.Namespace, Verb: "patch", Resource: "pods"},
-		}}, metav1.CreateOptions{})
-		return err == nil && review.Status.Allowed
-	})
-	return kubernetes.NewForConfigOrDie(harness.As(cp.Config(), user, nil, nil))
+	if err := controlplanetest.WaitAuthorized(t.Context(), config, authorizationv1.ResourceAttributes{
+		Verb: "patch", Resource: "pods", Namespace: e.Namespace}); err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(config)
 }
 
 const labelCompleted = `{"metadata":{"labels":{"workflows.argoproj.io/completed":"true"}}}`
