@@ -62,14 +62,11 @@ func (e *env) actions(ctx context.Context, report *Report) error {
 type requester func(ctx context.Context, workflow, kind string) (failed bool, err error)
 
 func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
-	ns, err := e.namespace(ctx, "bench-actions-"+c)
+	obs, err := e.observedNamespace(ctx, "bench-actions-"+c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return nil, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	hold := make(chan struct{})
 	released := false

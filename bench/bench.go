@@ -182,6 +182,16 @@ func (e *env) namespace(ctx context.Context, prefix string) (string, error) {
 	return controlplane.CreateNamespace(ctx, e.config, prefix)
 }
 
+// observedNamespace creates a fresh namespace for a scenario and starts the bench's observer on it (its
+// namespace field names it); the caller closes the observer.
+func (e *env) observedNamespace(ctx context.Context, prefix string) (*observer, error) {
+	ns, err := e.namespace(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return startObserver(ctx, e.kube, e.argo, ns)
+}
+
 // startNode starts the simulated node on a namespace; it runs the pods of either controller.
 func (e *env) startNode(ctx context.Context, ns string, script simnode.Script) (*simnode.Node, error) {
 	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: e.config, Namespace: ns, Script: script, Logf: func(string, ...any) {}})

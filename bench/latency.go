@@ -32,14 +32,11 @@ func (e *env) latency(ctx context.Context, report *Report) error {
 }
 
 func (e *env) latencyOf(ctx context.Context, c string) (*LatencyResult, error) {
-	ns, err := e.namespace(ctx, "bench-latency-"+c)
+	obs, err := e.observedNamespace(ctx, "bench-latency-"+c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return nil, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {

@@ -65,14 +65,11 @@ func (e *env) memory(ctx context.Context, report *Report) error {
 }
 
 func (e *env) memoryOf(ctx context.Context, c string) (*MemoryResult, error) {
-	ns, err := e.namespace(ctx, "bench-memory-"+c)
+	obs, err := e.observedNamespace(ctx, "bench-memory-"+c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return nil, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {

@@ -40,14 +40,11 @@ const (
 // the control plane's own limit for those writes.
 func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, error) {
 	prefix := map[rawMode]string{rawMinimum: "bench-raw", rawPipeline: "bench-raw-pipeline"}[mode]
-	ns, err := e.namespace(ctx, prefix)
+	obs, err := e.observedNamespace(ctx, prefix)
 	if err != nil {
 		return RunStats{}, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return RunStats{}, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {

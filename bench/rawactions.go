@@ -18,14 +18,11 @@ const howRaw = "raw client: WorkflowAction create, workflow spec.suspend patch, 
 // request the three writes the action contract needs at the least (create the WorkflowAction, change the
 // workflow, write the action's outcome), all requests of a kind at once, and returns after the last.
 func (e *env) actionsRaw(ctx context.Context) (*ActionsResult, error) {
-	ns, err := e.namespace(ctx, "bench-actions-raw")
+	obs, err := e.observedNamespace(ctx, "bench-actions-raw")
 	if err != nil {
 		return nil, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return nil, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	client, err := v1alpha1.NewForConfig(e.config)
 	if err != nil {

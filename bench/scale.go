@@ -81,14 +81,11 @@ func diamondWorkflow(name string, m int) *wfv1.Workflow {
 }
 
 func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, error) {
-	ns, err := e.namespace(ctx, "bench-scale-"+c)
+	obs, err := e.observedNamespace(ctx, "bench-scale-"+c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return nil, err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {

@@ -109,14 +109,11 @@ func (e *env) throughput(ctx context.Context, report *Report) error {
 // to finish; delay > 0 delays the controller's task-result watch events (the late-results scenario). It
 // returns the run and the namespace.
 func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, delay time.Duration) (ControllerRun, string, error) {
-	ns, err := e.namespace(ctx, prefix)
+	obs, err := e.observedNamespace(ctx, prefix)
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
-	obs, err := startObserver(ctx, e.kube, e.argo, ns)
-	if err != nil {
-		return ControllerRun{}, "", err
-	}
+	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {
