@@ -133,14 +133,7 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 	cwf.Status.Phase = wfv1.ActivePhase
 	cwf.Status.LastScheduledTime = &metav1.Time{Time: t}
 	cwf.Status.Conditions.RemoveCondition(wfv1.ConditionTypeSubmissionError)
-	p.report(func() {
-		r.forgetCreated(created.UID)
-		r.opts.Observer.Triggered(cwf.Namespace, cwf.Name)
-		r.metrics.runs.WithLabelValues(outcome).Inc()
-		if outcome == outcomeCreated {
-			r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", created.Name, t.UTC().Format(time.RFC3339))
-		}
-	})
+	p.report(func() { r.reportRun(cwf, created, outcome, t.UTC().Format(time.RFC3339)) })
 	return nil
 }
 
@@ -154,12 +147,20 @@ func (r *Reconciler) claimCreated(p *pass) {
 		}
 		p.count(run.UID)
 		p.report(func() {
-			r.forgetCreated(run.UID)
-			r.opts.Observer.Triggered(p.cwf.Namespace, p.cwf.Name)
-			r.metrics.runs.WithLabelValues(outcomeCreated).Inc()
-			r.recorder.Eventf(p.cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", run.Name,
-				run.Annotations[common.AnnotationKeyCronWfScheduledTime])
+			r.reportRun(p.cwf, run, outcomeCreated, run.Annotations[common.AnnotationKeyCronWfScheduledTime])
 		})
+	}
+}
+
+// reportRun is what a pass reports once its status write landed for a run it submitted or claimed: the
+// trigger, the outcome, and the RunStarted Event (naming the tick it was scheduled at) when this process
+// created the run.
+func (r *Reconciler) reportRun(cwf *wfv1.CronWorkflow, run *wfv1.Workflow, outcome, scheduled string) {
+	r.forgetCreated(run.UID)
+	r.opts.Observer.Triggered(cwf.Namespace, cwf.Name)
+	r.metrics.runs.WithLabelValues(outcome).Inc()
+	if outcome == outcomeCreated {
+		r.recorder.Eventf(cwf, corev1.EventTypeNormal, ReasonRunStarted, "started workflow %s scheduled at %s", run.Name, scheduled)
 	}
 }
 
