@@ -36,15 +36,20 @@ func (p *process) startCPUProfile(ctx context.Context, path string) *profileCapt
 }
 
 // saveProfiles waits for the CPU profile (it ends cpuProfileSeconds after it started) and saves a heap
-// profile of p beside it into heapPath. A profile that fails is the run's error: it was asked for.
-func (p *process) saveProfiles(ctx context.Context, cpu *profileCapture, heapPath string) error {
+// profile of p and its /metrics text beside it (pathPrefix + "heap.pprof", + "metrics.txt": the queue's
+// wait and work histograms explain a latency the profile does not). A profile that fails is the run's
+// error: it was asked for.
+func (p *process) saveProfiles(ctx context.Context, cpu *profileCapture, pathPrefix string) error {
 	if cpu == nil {
 		return nil
 	}
 	if err := <-cpu.done; err != nil {
 		return err
 	}
-	return fetchProfile(ctx, p.profileURL+"heap", heapPath)
+	if err := fetchProfile(ctx, p.profileURL+"heap", pathPrefix+"heap.pprof"); err != nil {
+		return err
+	}
+	return fetchProfile(ctx, p.metricsURL, pathPrefix+"metrics.txt")
 }
 
 // fetchProfile writes the body of url (a pprof endpoint) into path.

@@ -181,7 +181,7 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 		reads := run.Counters["wfguard_taskresult_direct_reads_total"]
 		run.DirectReads = &reads
 	}
-	if err := p.saveProfiles(ctx, cpuProfile, filepath.Join(e.tmp, ns+"-"+c+"-heap.pprof")); err != nil {
+	if err := p.saveProfiles(ctx, cpuProfile, filepath.Join(e.tmp, ns+"-"+c+"-")); err != nil {
 		return ControllerRun{}, "", err
 	}
 	return run, ns, nil
