@@ -175,17 +175,6 @@ type Controller struct {
 
 var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
 
-// ProtobufConfig is config speaking protobuf, for the built-in kinds only (CRDs have no protobuf form). Pods
-// are the controller's largest watch: as JSON, a loaded API server's events for them reached the controller
-// so slowly that it closed the watch as unresponsive (apiserver_terminated_watchers_total) and every
-// re-watch delayed the pass that starts the successor; kube-controller-manager speaks protobuf for the same reason.
-func ProtobufConfig(config *rest.Config) *rest.Config {
-	out := rest.CopyConfig(config)
-	out.ContentType = runtime.ContentTypeProtobuf
-	out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	return out
-}
-
 // New builds a Controller; Run starts it.
 func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
@@ -224,7 +213,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
 		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
-	if c.kube, err = kubernetes.NewForConfig(ProtobufConfig(config)); err != nil {
+	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	if c.argo, err = versioned.NewForConfig(config); err != nil {
