@@ -189,12 +189,19 @@ func (e *env) observedNamespace(ctx context.Context, prefix string) (*observer, 
 	if err != nil {
 		return nil, err
 	}
-	return startObserver(ctx, e.kube, e.argo, ns)
+	return e.observe(ctx, ns)
+}
+
+// observe starts an observer of namespace ns on a connection of its own, so its timestamps do not wait
+// behind the others' traffic.
+func (e *env) observe(ctx context.Context, ns string) (*observer, error) {
+	config := ownConnection(e.config)
+	return startObserver(ctx, kubernetes.NewForConfigOrDie(config), versioned.NewForConfigOrDie(config), ns)
 }
 
 // startNode starts the simulated node on a namespace; it runs the pods of either controller.
 func (e *env) startNode(ctx context.Context, ns string, script simnode.Script) (*simnode.Node, error) {
-	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: e.config, Namespace: ns, Script: script, Logf: func(string, ...any) {}})
+	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: ownConnection(e.config), Namespace: ns, Script: script, Logf: func(string, ...any) {}})
 }
 
 // eachController runs f for every controller of the run, in order.

@@ -78,7 +78,8 @@ func newProxyHandler(upstream *rest.Config, calls *callCounter, o proxyOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("parsing the API server's address %q: %w", upstream.Host, err)
 	}
-	transport, err := rest.TransportFor(upstream)
+	// Each controller's requests and watches on a connection of their own, as a controller process has.
+	transport, err := rest.TransportFor(ownConnection(upstream))
 	if err != nil {
 		return nil, fmt.Errorf("building the API proxy's transport: %w", err)
 	}
