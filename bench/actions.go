@@ -123,6 +123,12 @@ func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
 	}
 	podsCtx, cancelPods := context.WithTimeout(ctx, 2*time.Minute)
 	err = obs.waitRunning(podsCtx, n+1) // with the warm-up's
+	if err == nil {
+		// The bursts start once the controller has recorded those pods Running, so they measure actions
+		// alone and not beside the writes that record the workload starting (wfguard defers those by up to
+		// its coalescing window, argo by its requeue).
+		err = obs.waitRecordedRunning(podsCtx, n+1)
+	}
 	cancelPods()
 	if err != nil {
 		return nil, p.failed(err)

@@ -31,7 +31,9 @@ type observer struct {
 	resultOK   map[string]time.Time     // node ID → result completed seen
 	nodeName   map[string]string        // node ID → node name
 	podRunning map[string]bool          // node ID → pod seen Running
-	holding    map[string]bool          // node ID → its pod holds the status finalizer
+	// nodeRunning: node ID → its workflow's status seen showing it Running (the controller recorded it).
+	nodeRunning map[string]bool
+	holding     map[string]bool // node ID → its pod holds the status finalizer
 	// progress is what a node's pod and result show short of completion; progressed is closed (and
 	// replaced) when it changes. The pipeline-writes raw client writes it as wfguard does.
 	progress   map[string]nodeProgress
@@ -48,7 +50,7 @@ type observer struct {
 // newObserver is an observer of ns with empty records and no watches yet.
 func newObserver(ns string) *observer {
 	return &observer{namespace: ns, podAdded: map[string]time.Time{}, podDone: map[string]time.Time{}, resultOK: map[string]time.Time{},
-		nodeName: map[string]string{}, podRunning: map[string]bool{}, holding: map[string]bool{},
+		nodeName: map[string]string{}, podRunning: map[string]bool{}, nodeRunning: map[string]bool{}, holding: map[string]bool{},
 		progress: map[string]nodeProgress{}, progressed: map[string]chan struct{}{}, ready: map[string]chan struct{}{}, wfDone: map[string]time.Time{}, wfPhase: map[string]wfv1.WorkflowPhase{},
 		suspended: map[string]time.Time{}, resumed: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 }
@@ -261,6 +263,11 @@ func (o *observer) onWorkflow(obj any) {
 		o.wfDone[wf.Name] = now
 		o.wfPhase[wf.Name] = wf.Status.Phase
 	}
+	for id, n := range wf.Status.Nodes {
+		if n.Type == wfv1.NodeTypePod && n.Phase == wfv1.NodeRunning && !o.nodeRunning[id] {
+			o.nodeRunning[id] = true
+		}
+	}
 	_, wasSuspended := o.suspended[wf.Name]
 	switch isSuspended := wf.Spec.Suspend != nil && *wf.Spec.Suspend; {
 	case isSuspended && !wasSuspended:
@@ -298,9 +305,20 @@ func (o *observer) waitWorkflows(ctx context.Context, names []string) error {
 
 // waitRunning waits until at least n workflow pods have been seen Running.
 func (o *observer) waitRunning(ctx context.Context, n int) error {
+	return o.waitCount(ctx, n, "running pods", func() int { return len(o.podRunning) })
+}
+
+// waitRecordedRunning waits until at least n pod nodes have been seen Running in their workflows' status:
+// the controller has recorded its pods starting.
+func (o *observer) waitRecordedRunning(ctx context.Context, n int) error {
+	return o.waitCount(ctx, n, "pod nodes recorded Running", func() int { return len(o.nodeRunning) })
+}
+
+// waitCount waits until count, read under the observer's lock, reaches n.
+func (o *observer) waitCount(ctx context.Context, n int, what string, count func() int) error {
 	for {
 		o.mu.Lock()
-		have := len(o.podRunning)
+		have := count()
 		o.mu.Unlock()
 		if have >= n {
 			return nil
@@ -308,7 +326,7 @@ func (o *observer) waitRunning(ctx context.Context, n int) error {
 		select {
 		case <-o.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d running pods (have %d): %w", n, have, ctx.Err())
+			return fmt.Errorf("waiting for %d %s (have %d): %w", n, what, have, ctx.Err())
 		}
 	}
 }
