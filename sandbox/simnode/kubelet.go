@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -370,16 +371,28 @@ func (n *Node) finishDeletion(ctx context.Context, pod *corev1.Pod) {
 	n.record(pod, StepDeleteFinalized)
 }
 
-// setStatus applies mutate to the pod's status through the status subresource, re-reading on conflict.
+// statusWriteBackoff is how long a status write keeps trying, about a minute: a loaded API server answers
+// conflicts, timeouts and throttling for a while, and a kubelet that gave up after client-go's default four
+// tries left its pod in its last phase for good (5 pods of a 1,000 × 10 scale run stayed Pending).
+var statusWriteBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
+
+// retriableStatusWrite reports whether a status write that failed with err may succeed if tried again.
+func retriableStatusWrite(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+}
+
+// setStatus applies mutate to the pod's status through the status subresource, re-reading on conflict and
+// trying again while the API server's answer is retriable.
 func (n *Node) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return retry.OnError(statusWriteBackoff, retriableStatusWrite, func() error {
 		next := pod.DeepCopy()
 		mutate(&next.Status)
 		updated, err := n.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			fresh, getErr := n.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 			if getErr != nil {
-				return getErr
+				return fmt.Errorf("re-reading pod %s/%s after a conflict: %w", pod.Namespace, pod.Name, getErr)
 			}
 			fresh.DeepCopyInto(pod)
 			return err
