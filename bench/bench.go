@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,6 +109,9 @@ type env struct {
 	config *rest.Config
 	kube   kubernetes.Interface
 	argo   versioned.Interface
+	// nodeLogf receives the simulated nodes' steps and errors: kept in simnode.log with --logs, where a
+	// pod the node gave up on shows why.
+	nodeLogf func(format string, args ...any)
 }
 
 // Run starts an embedded control plane, runs the scenarios and returns the report.
@@ -146,7 +150,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
-	e := &env{opts: opts, root: opts.Root, image: image, tmp: tmp, cp: cp, config: cp.Config()}
+	e := &env{opts: opts, root: opts.Root, image: image, tmp: tmp, cp: cp, config: cp.Config(), nodeLogf: func(string, ...any) {}}
+	if opts.LogDir != "" {
+		nodeLog, err := os.Create(filepath.Join(tmp, "simnode.log"))
+		if err != nil {
+			return nil, fmt.Errorf("creating the simulated node's log: %w", err)
+		}
+		defer nodeLog.Close()
+		e.nodeLogf = log.New(nodeLog, "", log.LstdFlags|log.Lmicroseconds).Printf
+	}
 	e.kube = kubernetes.NewForConfigOrDie(e.config)
 	e.argo = versioned.NewForConfigOrDie(e.config)
 	if e.runs(ControllerArgo) {
@@ -201,7 +213,7 @@ func (e *env) observe(ctx context.Context, ns string) (*observer, error) {
 
 // startNode starts the simulated node on a namespace; it runs the pods of either controller.
 func (e *env) startNode(ctx context.Context, ns string, script simnode.Script) (*simnode.Node, error) {
-	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: ownConnection(e.config), Namespace: ns, Script: script, Logf: func(string, ...any) {}})
+	return simnode.Start(context.WithoutCancel(ctx), simnode.Options{Config: ownConnection(e.config), Namespace: ns, Script: script, Logf: e.nodeLogf})
 }
 
 // eachController runs f for every controller of the run, in order.
