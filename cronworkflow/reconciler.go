@@ -71,6 +71,11 @@ type Reconciler struct {
 	trackedMu sync.Mutex
 	tracked   map[string]tracking
 
+	// written is, per key, the UID and resourceVersion of our last write of that CronWorkflow: a cache copy
+	// older than it is stale and skipped (its echo brings the key back).
+	writtenMu sync.Mutex
+	written   map[string]lastWrite
+
 	// created holds the UIDs of runs this process created whose pass has not reported yet.
 	createdMu sync.Mutex
 	created   map[types.UID]struct{}
@@ -93,7 +98,7 @@ func New(config *rest.Config, opts Options) (*Reconciler, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	r := &Reconciler{opts: opts, log: opts.Logger.With("component", "cronworkflow"), clock: opts.Clock, tracked: map[string]tracking{},
+	r := &Reconciler{opts: opts, log: opts.Logger.With("component", "cronworkflow"), clock: opts.Clock, tracked: map[string]tracking{}, written: map[string]lastWrite{},
 		created: map[types.UID]struct{}{}}
 	var err error
 	if r.argo, err = versioned.NewForConfig(config); err != nil {

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wfguard/wfguard/internal/resourceversion"
 )
 
 // annotationLastUsedSchedule is argo's record of the schedules a CronWorkflow was last scheduled with: a
@@ -56,11 +58,18 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 	}
 	if !exists {
 		r.forget(key)
+		r.forgetWrite(key)
 		return nil
 	}
 	cached, ok := obj.(*wfv1.CronWorkflow)
 	if !ok {
 		return fmt.Errorf("cronworkflow %s: cached object is a %T", key, obj)
+	}
+	if r.stale(key, cached) {
+		// Deciding from it could miss a run our last write recorded active (Forbid would start a second)
+		// and conflict on the write; the echo of that write brings the key back.
+		r.log.Debug("skipping a cache copy older than our last write", "cronworkflow", key, "resourceVersion", cached.ResourceVersion)
+		return nil
 	}
 	p := &pass{cwf: cached.DeepCopy(), orig: cached, now: r.clock.Now(), runs: r.runsOf(cached)}
 	if err := r.decide(ctx, key, p); err != nil {
@@ -288,16 +297,45 @@ func (r *Reconciler) persist(ctx context.Context, p *pass) error {
 	if err != nil {
 		return fmt.Errorf("updating cronworkflow %s/%s: %w", p.cwf.Namespace, p.cwf.Name, err)
 	}
+	r.recordWrite(updated)
 	if equality.Semantic.DeepEqual(updated.Status, p.cwf.Status) {
 		return nil
 	}
 	updated.Status = p.cwf.Status
+	stored := &wfv1.CronWorkflow{}
 	err = r.argo.ArgoprojV1alpha1().RESTClient().Put().Namespace(updated.Namespace).Resource("cronworkflows").
-		Name(updated.Name).SubResource("status").Body(updated).Do(ctx).Error()
+		Name(updated.Name).SubResource("status").Body(updated).Do(ctx).Into(stored)
 	if err != nil {
 		return fmt.Errorf("updating the status of cronworkflow %s/%s: %w", p.cwf.Namespace, p.cwf.Name, err)
 	}
+	r.recordWrite(stored)
 	return nil
+}
+
+// lastWrite is the UID and resourceVersion of our last write of a CronWorkflow.
+type lastWrite struct {
+	uid             types.UID
+	resourceVersion string
+}
+
+func (r *Reconciler) recordWrite(cwf *wfv1.CronWorkflow) {
+	r.writtenMu.Lock()
+	defer r.writtenMu.Unlock()
+	r.written[cwf.Namespace+"/"+cwf.Name] = lastWrite{uid: cwf.UID, resourceVersion: cwf.ResourceVersion}
+}
+
+func (r *Reconciler) forgetWrite(key string) {
+	r.writtenMu.Lock()
+	defer r.writtenMu.Unlock()
+	delete(r.written, key)
+}
+
+// stale reports whether the cache copy is older than our last write of the same CronWorkflow.
+func (r *Reconciler) stale(key string, cached *wfv1.CronWorkflow) bool {
+	r.writtenMu.Lock()
+	last, ok := r.written[key]
+	r.writtenMu.Unlock()
+	return ok && last.uid == cached.UID && resourceversion.Compare(cached.ResourceVersion, last.resourceVersion) < 0
 }
 
 // pruneHistory deletes the completed runs beyond the history limits (after the status counted them).
