@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/wfguard/wfguard/internal/apierror"
 )
 
 // Journal steps, in the order a healthy pod goes through them.
@@ -376,10 +378,10 @@ func (n *Node) finishDeletion(ctx context.Context, pod *corev1.Pod) {
 // tries left its pod in its last phase for good (5 pods of a 1,000 × 10 scale run stayed Pending).
 var statusWriteBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
 
-// retriableStatusWrite reports whether a status write that failed with err may succeed if tried again.
+// retriableStatusWrite reports whether a status write that failed with err may succeed if tried again: the
+// project's transient errors, and a conflict (the write re-reads the pod first).
 func retriableStatusWrite(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+	return apierror.Transient(err) || apierrors.IsConflict(err)
 }
 
 // setStatus applies mutate to the pod's status through the status subresource, re-reading on conflict and
