@@ -231,7 +231,8 @@ func (c *Controller) ownEcho(obj metav1.Object) bool {
 	}
 	c.writtenMu.Lock()
 	defer c.writtenMu.Unlock()
-	if c.written[obj.GetUID()] != obj.GetResourceVersion() {
+	last, ok := c.written[obj.GetUID()]
+	if !ok || last.resourceVersion != obj.GetResourceVersion() {
 		return false
 	}
 	key := obj.GetNamespace() + "/" + obj.GetName()

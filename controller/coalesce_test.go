@@ -160,7 +160,7 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 }
 
 func TestTheEchoOfOurOwnWriteIsSkippedUnlessAPassWaitsForIt(t *testing.T) {
-	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}, written: map[types.UID]string{"u": "7"}, staleWaiters: map[string]struct{}{}}
+	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}, written: map[types.UID]lastWrite{"u": {resourceVersion: "7"}}, staleWaiters: map[string]struct{}{}}
 	wf := &metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: "u", ResourceVersion: "7"}
 	if !c.ownEcho(wf) {
 		t.Fatal("our own write's echo should need no pass")

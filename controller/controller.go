@@ -160,9 +160,9 @@ type Controller struct {
 	// reported remembers ignored pods already warned about.
 	reported reportonce.Keys
 
-	// written remembers the resourceVersion of our last write per workflow UID (the stale-cache guard).
+	// written remembers our last write per workflow UID (the stale-cache guard and its write-through copy).
 	writtenMu sync.Mutex
-	written   map[types.UID]string
+	written   map[types.UID]lastWrite
 	// staleWaiters are keys whose last pass skipped a stale copy: our write's echo must reconcile them.
 	staleWaiters map[string]struct{}
 
@@ -210,7 +210,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]string{},
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
 		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {

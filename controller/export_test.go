@@ -23,7 +23,7 @@ func (c *Controller) WorkflowCache() cache.Indexer { return c.inf.workflows.GetI
 func (c *Controller) LastWritten(uid types.UID) string {
 	c.writtenMu.Lock()
 	defer c.writtenMu.Unlock()
-	return c.written[uid]
+	return c.written[uid].resourceVersion
 }
 
 // Reconcile runs one pass of key outside the workers, returning its requeue delay.

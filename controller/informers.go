@@ -136,6 +136,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		AddFunc: func(obj any) { c.enqueueObject(obj) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+				c.cacheCaughtUp(n)
 				if c.ownEcho(n) {
 					// Nothing new to see; a late look still catches anything a pass left for its echo.
 					c.queue.AddAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)

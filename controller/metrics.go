@@ -27,6 +27,7 @@ type metrics struct {
 	reconcileDuration prometheus.Histogram
 	persists          *prometheus.CounterVec
 	staleSkips        prometheus.Counter
+	ownCopyPasses     prometheus.Counter
 	podsCreated       prometheus.Counter
 	podsStopped       prometheus.Counter
 	completed         *prometheus.CounterVec
@@ -43,7 +44,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		persists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_persist_total",
 			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused, deferred, unstorable: the status could never be stored and the workflow was ended Error)."}, []string{"outcome"}),
 		staleSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_stale_cache_skips_total",
-			Help: "Cache copies skipped because they were older than our last write."}),
+			Help: "Cache copies skipped because they were older than our last write and that write's stored object was no longer held."}),
+		ownCopyPasses: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_passes_from_own_write_total",
+			Help: "Passes that started from the object our last write stored, because the cache copy was older (the informer had not delivered that write yet)."}),
 		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_created_total",
 			Help: "Pods created for workflow nodes."}),
 		podsStopped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_stopped_total",
@@ -55,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
 			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.podsCreated, m.podsStopped, m.completed,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.podsCreated, m.podsStopped, m.completed,
 		m.ignoredPods, m.completedRestored} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

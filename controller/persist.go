@@ -174,10 +174,19 @@ func regression(latest *unstructured.Unstructured, ours *wfv1.Workflow) string {
 	return ""
 }
 
-// recordWrite remembers the resourceVersion we wrote for the workflow's UID.
+// lastWrite is our last write of a workflow: its resourceVersion, and the stored object until the informer
+// delivers it (or something newer).
+type lastWrite struct {
+	resourceVersion string
+	stored          *unstructured.Unstructured
+}
+
+// recordWrite remembers what we wrote for the workflow's UID: the object the API server returned.
 func (c *Controller) recordWrite(u *unstructured.Unstructured) {
+	stored := u.DeepCopy()
+	stored.SetManagedFields(nil) // as the informer's transform does
 	c.writtenMu.Lock()
-	c.written[u.GetUID()] = u.GetResourceVersion()
+	c.written[u.GetUID()] = lastWrite{resourceVersion: u.GetResourceVersion(), stored: stored}
 	c.writtenMu.Unlock()
 }
 
@@ -189,7 +198,35 @@ func (c *Controller) isStale(u *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	return resourceversion.Compare(u.GetResourceVersion(), last) < 0
+	return resourceversion.Compare(u.GetResourceVersion(), last.resourceVersion) < 0
+}
+
+// freshest returns the copy a pass starts from: the cache's, or, while the cache is older than our last
+// write, the object that write stored. Waiting for the informer's echo instead held every chain's next
+// step for one watch delivery; starting from the stored object is as safe as from any cache copy, since
+// our next write carries its resourceVersion and conflicts if anyone wrote since.
+func (c *Controller) freshest(cached *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	last, ok := c.written[cached.GetUID()]
+	if !ok || resourceversion.Compare(cached.GetResourceVersion(), last.resourceVersion) >= 0 {
+		return cached, true
+	}
+	if last.stored == nil {
+		return nil, false
+	}
+	return last.stored, true
+}
+
+// cacheCaughtUp drops the stored copy of our last write once the informer delivers it or something newer.
+func (c *Controller) cacheCaughtUp(obj metav1.Object) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	last, ok := c.written[obj.GetUID()]
+	if ok && last.stored != nil && resourceversion.Compare(obj.GetResourceVersion(), last.resourceVersion) >= 0 {
+		last.stored = nil
+		c.written[obj.GetUID()] = last
+	}
 }
 
 // wroteSinceStart reports whether this process has written the workflow.

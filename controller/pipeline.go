@@ -80,10 +80,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		// Never let an old incarnation's pod block the current workflow: retry it on a later pass.
 		c.log.Warn("releasing pods of a deleted workflow of the same name", "workflow", key, "err", orphanErr)
 	}
-	u := obj.(*unstructured.Unstructured)
-	if c.isStale(u) {
-		c.skipStale(key, u)
+	cached := obj.(*unstructured.Unstructured)
+	u, ok := c.freshest(cached)
+	if !ok {
+		c.skipStale(key, cached)
 		return staleRequeue, nil
+	}
+	if u != cached {
+		c.metrics.ownCopyPasses.Inc()
 	}
 	completed := u.GetLabels()[common.LabelKeyCompleted] == "true"
 	var (

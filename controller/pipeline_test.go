@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -283,6 +284,85 @@ spec:
 	}
 	if latest.ResourceVersion != written.GetResourceVersion() {
 		t.Errorf("a pass on the stale copy wrote the workflow (rv %s → %s)", written.GetResourceVersion(), latest.ResourceVersion)
+	}
+}
+
+// With the workflow watch lagging behind the controller's own writes, a pass starts from the object its
+// last write stored instead of waiting for the echo, and a user's edit made meanwhile is still kept: the
+// pass's write carries the stored resourceVersion, so it conflicts and re-applies.
+func TestAPassStartsFromItsOwnLastWriteWhileTheWorkflowWatchLags(t *testing.T) {
+	ns := harness.Namespace(t, cp.Config(), "ownwrite")
+	rules, err := faultinject.ParseRules(strings.NewReader("lag informer resource=workflows : delay(300ms)\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := faultinject.NewInjector(rules, 1, nil)
+	t.Cleanup(in.Close) // registered before the harness's cleanup, so the injector outlives the controller
+	var once sync.Once
+	var h *env
+	var editErr error
+	hooks := controller.Hooks{BeforePersist: func(key string) {
+		// A user edits the workflow once its second step exists, between the controller's read and write.
+		wf, err := h.argo.ArgoprojV1alpha1().Workflows(h.ns).Get(context.Background(), strings.Split(key, "/")[1], metav1.GetOptions{})
+		if err != nil || len(wf.Status.Nodes) < 4 {
+			return
+		}
+		once.Do(func() {
+			_, editErr = h.argo.ArgoprojV1alpha1().Workflows(h.ns).Patch(context.Background(), wf.Name, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"edited-by":"user"}}}`), metav1.PatchOptions{})
+		})
+	}}
+	h = &env{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config())}
+	h.run = harness.Start(t, cp.Config(), controller.Options{Namespace: ns, Workers: 2, StatusFinalizer: true, Hooks: hooks,
+		Logger: slog.New(slog.DiscardHandler), WrapListWatch: in.WrapListWatch},
+		simnode.Options{Namespace: ns, Script: simnode.Script{Default: simnode.Behavior{Parameters: map[string]string{"out": "v"}}}})
+	wf := h.submit(`
+metadata: {name: chain}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: one, template: emit}
+    - - {name: two, template: take, arguments: {parameters: [{name: in, value: "{{steps.one.outputs.parameters.out}}"}]}}
+    - - {name: three, template: take, arguments: {parameters: [{name: in, value: "{{steps.two.outputs.parameters.out}}"}]}}
+  - name: emit
+    container: {image: alpine, command: ["true"]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
+  - name: take
+    inputs: {parameters: [{name: in}]}
+    container: {image: alpine, command: ["true"]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
+`)
+	done := h.waitCompleted(wf.Name)
+	if editErr != nil {
+		t.Fatal(editErr)
+	}
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("workflow ended %s: %s", done.Status.Phase, done.Status.Message)
+	}
+	for _, n := range done.Status.Nodes {
+		if n.Type != wfv1.NodeTypePod {
+			continue
+		}
+		if n.Outputs == nil || len(n.Outputs.Parameters) != 1 || n.Outputs.Parameters[0].Value.String() != "v" {
+			t.Errorf("node %s has outputs %v, want out=v", n.DisplayName, n.Outputs)
+		}
+		if n.DisplayName != "one" && (n.Inputs == nil || len(n.Inputs.Parameters) != 1 || n.Inputs.Parameters[0].Value.String() != "v") {
+			t.Errorf("node %s has inputs %v, want in=v from its predecessor", n.DisplayName, n.Inputs)
+		}
+	}
+	if done.Labels["edited-by"] != "user" {
+		t.Errorf("the user's edit made while the watch lagged was lost: labels %v", done.Labels)
+	}
+	if got := h.counter("wfguard_passes_from_own_write_total"); got < 1 {
+		t.Errorf("passes from the controller's own last write = %v, want at least 1 (the watch never lagged a write)", got)
+	}
+	if got := h.counter("wfguard_stale_cache_skips_total"); got != 0 {
+		t.Errorf("stale cache skips = %v, want 0: every lagging copy had our write to start from", got)
+	}
+	if got := counter(t, h.run.Controller.Registry(), "wfguard_workflow_persist_total", "outcome", "reapplied"); got < 1 {
+		t.Errorf("re-applied persists = %v, want at least 1 (the user's edit made no conflict)", got)
 	}
 }
 

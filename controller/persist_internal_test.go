@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestAPassStartsFromTheNewerOfTheCacheCopyAndOurLastWrite(t *testing.T) {
+	copyAt := func(rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "wf", "namespace": "ns"}}}
+		u.SetUID("u")
+		u.SetResourceVersion(rv)
+		return u
+	}
+	cases := []struct {
+		sentence string
+		wrote    string // our last write's resourceVersion ("": none)
+		echoed   string // the informer delivered this resourceVersion after our write ("": not yet)
+		cached   string
+		wantRV   string // "": the pass is skipped
+		wantOurs bool
+	}{
+		{"with no write of ours the cache copy is used", "", "", "5", "5", false},
+		{"a cache copy at our write is used", "7", "", "7", "7", false},
+		{"a cache copy newer than our write is used (someone wrote since)", "7", "", "9", "9", false},
+		{"a cache copy older than our write gives way to what our write stored", "7", "", "5", "7", true},
+		{"after the echo, the stored object is no longer held", "7", "7", "7", "7", false},
+		{"a copy older than our write after the echo (the cache went back) is skipped", "7", "7", "5", "", false},
+		{"a newer write by someone else also drops the stored object", "7", "9", "5", "", false},
+		{"an earlier resourceVersion delivered late keeps the stored object", "7", "6", "6", "7", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			c := &Controller{written: map[types.UID]lastWrite{}}
+			if tc.wrote != "" {
+				stored := copyAt(tc.wrote)
+				stored.SetManagedFields(nil)
+				c.recordWrite(stored)
+			}
+			if tc.echoed != "" {
+				c.cacheCaughtUp(copyAt(tc.echoed))
+			}
+			cached := copyAt(tc.cached)
+			got, ok := c.freshest(cached)
+			switch {
+			case tc.wantRV == "" && ok:
+				t.Fatalf("the pass started from rv %s, want it skipped", got.GetResourceVersion())
+			case tc.wantRV == "":
+				return
+			case !ok:
+				t.Fatalf("the pass was skipped, want it to start from rv %s", tc.wantRV)
+			}
+			if got.GetResourceVersion() != tc.wantRV || (got != cached) != tc.wantOurs {
+				t.Errorf("started from rv %s (our stored object: %v), want rv %s (ours: %v)", got.GetResourceVersion(), got != cached, tc.wantRV, tc.wantOurs)
+			}
+		})
+	}
+}
