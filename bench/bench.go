@@ -37,14 +37,17 @@ type Options struct {
 	LatencyFanOuts, FanOutWidth int // scheduling latency: root → width children, one at a time
 	ThroughputWorkflows         int // throughput: concurrent workflows ...
 	ThroughputNodes             int // ... each a chain of this many pods
-	Actions                     int // concurrent WorkflowActions (each kind)
-	OrphanPods                  int
-	LateResultWorkflows         int // throughput under a delayed task-result informer
-	LateResultDelay             time.Duration
-	ScaleWorkflows              int // scale: concurrent workflows ...
-	ScalePodsPerWorkflow        int // ... each a diamond of this many pods (root → m-2 → sink)
-	MemoryWorkflows             int
-	MemoryPodsPerWorkflow       int // memory: finished pods per completed workflow
+	// ThroughputRounds runs the throughput scenario this many times, each subject (controllers and raw
+	// clients) once per round in an order rotated each round; figures cover every round.
+	ThroughputRounds      int
+	Actions               int // concurrent WorkflowActions (each kind)
+	OrphanPods            int
+	LateResultWorkflows   int // throughput under a delayed task-result informer
+	LateResultDelay       time.Duration
+	ScaleWorkflows        int // scale: concurrent workflows ...
+	ScalePodsPerWorkflow  int // ... each a diamond of this many pods (root → m-2 → sink)
+	MemoryWorkflows       int
+	MemoryPodsPerWorkflow int // memory: finished pods per completed workflow
 	// ControllerBinary is the wfguard binary (`wfguard controller` is run as its own process).
 	ControllerBinary string
 	// Root is the wfguard module root: argo's CRDs (config/crd/argo) and bin/workflow-controller live there.
@@ -63,7 +66,7 @@ type Options struct {
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}
 }

@@ -33,7 +33,7 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		t.Fatalf("building wfguard: %v\n%s", err, out)
 	}
 	o := Options{Controllers: Controllers, Workers: 4, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 1, ChainLength: 3,
-		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
+		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, ThroughputRounds: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
 		LateResultDelay: 3 * time.Second, ScaleWorkflows: 2, ScalePodsPerWorkflow: 4, MemoryWorkflows: 40, MemoryPodsPerWorkflow: 2,
 		ControllerBinary: binary, Progress: testWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -60,9 +60,22 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			}
 		}
 	})
+	// The throughput scenario's figures cover both rounds of 3 workflows × 2 pods.
+	const throughputPods, throughputWorkflows = 2 * 6, 2 * 3
+	t.Run("the throughput scenario ran every subject once per round, in rotated order", func(t *testing.T) {
+		subjects := map[string][]Round{"raw minimum": r.Throughput.Raw.Rounds, "raw pipeline": r.Throughput.RawPipeline.Rounds}
+		for _, c := range Controllers {
+			subjects[c] = r.Throughput.Controllers[c].Rounds
+		}
+		for name, rounds := range subjects {
+			if len(rounds) != 2 || rounds[0].Position == rounds[1].Position {
+				t.Errorf("%s rounds = %+v, want 2 at different places in their rounds", name, rounds)
+			}
+		}
+	})
 	t.Run("wfguard creates each pod once and releases it once, with no cache bypass", func(t *testing.T) {
 		w := r.Throughput.Controllers[ControllerWFGuard]
-		for counter, want := range map[string]float64{"wfguard_pods_created_total": 6, "wfguard_pod_finalizers_released_total{reason=persisted}": 6} {
+		for counter, want := range map[string]float64{"wfguard_pods_created_total": throughputPods, "wfguard_pod_finalizers_released_total{reason=persisted}": throughputPods} {
 			if got := w.Counters[counter]; got != want {
 				t.Errorf("wfguard %s = %v, want %v", counter, got, want)
 			}
@@ -75,8 +88,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		// More if the API server throttled and client-go retried.
 		for _, c := range Controllers {
 			for _, call := range []string{"create pods", "patch pods"} {
-				if got := total(r.Throughput.Controllers[c].Calls, call); got < 6 {
-					t.Errorf("%s: %s on the wire = %d, want at least 6", c, call, got)
+				if got := total(r.Throughput.Controllers[c].Calls, call); got < throughputPods {
+					t.Errorf("%s: %s on the wire = %d, want at least %d", c, call, got, throughputPods)
 				}
 			}
 			if cpu := r.Throughput.Controllers[c].CPUSeconds; cpu <= 0 {
@@ -96,13 +109,14 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		// Events WorkflowRunning, WorkflowNodeSucceeded per node and for the DAG, WorkflowSucceeded, and
 		// PodFinalizersReleased per pod, whose repeats the correlator makes patches.
 		calls := r.Throughput.RawPipeline.Calls
-		for call, want := range map[string]int{"create pods": 6, "patch pods": 6, "create workflows": 3, "create events": 3 * (2 + 4), "patch events": 3 * (2 - 1)} {
+		for call, want := range map[string]int{"create pods": throughputPods, "patch pods": throughputPods, "create workflows": throughputWorkflows,
+			"create events": throughputWorkflows * (2 + 4), "patch events": throughputWorkflows * (2 - 1)} {
 			if got := total(calls, call); got != want {
 				t.Errorf("raw pipeline %s = %d, want %d (calls %+v)", call, got, want, calls)
 			}
 		}
-		if got := total(calls, "update workflows"); got < 3*3 || got > 3*5 {
-			t.Errorf("raw pipeline workflow updates = %d, want 9 (no node seen running) to 15 (every node)", got)
+		if got := total(calls, "update workflows"); got < throughputWorkflows*3 || got > throughputWorkflows*5 {
+			t.Errorf("raw pipeline workflow updates = %d, want %d (no node seen running) to %d (every node)", got, throughputWorkflows*3, throughputWorkflows*5)
 		}
 		w := r.Throughput.Controllers[ControllerWFGuard].Calls
 		if got, raw := total(w, "create events")+total(w, "patch events"), total(calls, "create events")+total(calls, "patch events"); got < raw {

@@ -66,6 +66,21 @@ func (r *Report) comparison() []ComparisonRow {
 			tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.WorkflowsPerSec) }))
 		perRaw("throughput pods/s", fmt.Sprintf("%.1f", raw.PodsPerSec), fmt.Sprintf("%.1f", pipe.PodsPerSec),
 			tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.1f", ct.PodsPerSec) }))
+		if len(pipe.Rounds) > 0 {
+			byRound := func(rs []Round, f func(Round) string) string {
+				var cells []string
+				for _, r := range rs {
+					cells = append(cells, fmt.Sprintf("%s (#%d)", f(r), r.Position))
+				}
+				return strings.Join(cells, ", ")
+			}
+			podsPerSec := func(r Round) string { return fmt.Sprintf("%.1f", r.PodsPerSec) }
+			hops := func(r Round) string { return fmt.Sprintf("%.0f/%.0f", r.HopP50Ms, r.HopP99Ms) }
+			perRaw("pods/s by round (#: place in the round)", byRound(raw.Rounds, podsPerSec), byRound(pipe.Rounds, podsPerSec),
+				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, podsPerSec) }))
+			perRaw("hop p50/p99 ms by round", byRound(raw.Rounds, hops), byRound(pipe.Rounds, hops),
+				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, hops) }))
+		}
 		perRaw("throughput ratio to raw (pipeline writes)", notApplicable, "100%", tp(func(ct ControllerThroughput) string { return pct(ct.PipelineRatio) }))
 		perRaw("throughput ratio to raw (minimum)", "100%", pct(ratio(pipe.PodsPerSec, raw.PodsPerSec)), tp(func(ct ControllerThroughput) string { return pct(ct.Ratio) }))
 		perRaw("hop latency under load p50 / p99", p50p99(raw.HopLatency), p50p99(pipe.HopLatency), tp(func(ct ControllerThroughput) string { return p50p99(ct.HopLatency) }))

@@ -55,6 +55,7 @@ type Sizes struct {
 	FanOutWidth         int     `json:"fanOutWidth"`
 	ThroughputWorkflows int     `json:"throughputWorkflows"`
 	ThroughputNodes     int     `json:"throughputNodes"`
+	ThroughputRounds    int     `json:"throughputRounds"`
 	Actions             int     `json:"actions"`
 	OrphanPods          int     `json:"orphanPods"`
 	LateResultWorkflows int     `json:"lateResultWorkflows"`
@@ -91,7 +92,7 @@ const (
 func newReport(o Options) *Report {
 	return &Report{Date: time.Now().UTC(), Machine: machine(), Controllers: o.Controllers, Sizes: Sizes{
 		Workers: o.Workers, QPS: o.QPS, Burst: o.Burst, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
-		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes,
+		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes, ThroughputRounds: max(o.ThroughputRounds, 1),
 		Actions: o.Actions, OrphanPods: o.OrphanPods, LateResultWorkflows: o.LateResultWorkflows,
 		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows,
 		MemoryPodsPerWorkflow: o.MemoryPodsPerWorkflow, ScaleWorkflows: o.ScaleWorkflows, ScalePodsPerWorkflow: o.ScalePodsPerWorkflow}}
@@ -158,7 +159,7 @@ func (r *Report) measure(name, c string) (string, string) {
 		}
 		// The controller's own counts; the wire totals also include client-go's retries of requests the API
 		// server throttled (429), which the controller never sees.
-		pods := float64(max(r.Throughput.Pods, 1))
+		pods := float64(max(r.Throughput.podsMeasured(), 1))
 		creates, releases := t.Counters["wfguard_pods_created_total"]/pods, t.Counters["wfguard_pod_finalizers_released_total{reason=persisted}"]/pods
 		direct := 0.0
 		if t.DirectReads != nil {
@@ -248,8 +249,8 @@ func (r *Report) WriteText(w io.Writer) {
 	writeComparison(w, r.Comparison)
 	fmt.Fprintln(w)
 	if r.Throughput != nil {
-		fmt.Fprintf(w, "API calls in the throughput run (%d workflows × %d pods), total / per pod / per workflow:\n", r.Throughput.Workflows,
-			r.Throughput.Pods/max(r.Throughput.Workflows, 1))
+		fmt.Fprintf(w, "API calls in the throughput run (%d rounds of %d workflows × %d pods), total / per pod / per workflow:\n",
+			max(r.Throughput.Rounds, 1), r.Throughput.Workflows, r.Throughput.Pods/max(r.Throughput.Workflows, 1))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range r.Controllers {
 			if t := r.Throughput.Controllers[c]; t != nil {

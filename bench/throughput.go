@@ -23,6 +23,11 @@ type RunStats struct {
 	Calls           []APICall `json:"calls"`
 	// HopLatency is predecessor done → successor pod created, under this run's load.
 	HopLatency Latencies `json:"hopLatency"`
+	// Rounds are the subject's runs one by one when the scenario ran more than once; the figures above
+	// then cover them all (throughput over every pod and second, hop latency over every hop).
+	Rounds []Round `json:"rounds,omitempty"`
+
+	hops []time.Duration // the samples behind HopLatency, for merging rounds
 }
 
 // ControllerRun is one controller's pass of a workload, as its own process.
@@ -55,8 +60,10 @@ type ControllerThroughput struct {
 // Raw makes the minimum writes, RawPipeline the writes the pipeline makes that users see (DESIGN.md's
 // yardstick).
 type ThroughputResult struct {
-	Workflows   int                              `json:"workflows"`
-	Pods        int                              `json:"pods"`
+	Workflows int `json:"workflows"` // per round
+	Pods      int `json:"pods"`      // per round
+	// Rounds is how many times each subject ran; every figure below covers all its rounds.
+	Rounds      int                              `json:"rounds"`
 	Controllers map[string]*ControllerThroughput `json:"controllers"`
 	Raw         RunStats                         `json:"raw"`
 	RawPipeline RunStats                         `json:"rawPipeline"`
@@ -81,28 +88,50 @@ func (res *ThroughputResult) ratios() {
 func (e *env) throughput(ctx context.Context, report *Report) error {
 	n, m := e.opts.ThroughputWorkflows, e.opts.ThroughputNodes
 	res := &ThroughputResult{Workflows: n, Pods: n * m, Controllers: map[string]*ControllerThroughput{}}
-	if err := e.eachController(func(c string) error {
-		run, _, err := e.controllerRun(ctx, c, "bench-throughput-"+c, n, m, 0)
-		if err != nil {
-			return err
+	var subjects []throughputSubject
+	for _, c := range e.opts.Controllers {
+		subjects = append(subjects, throughputSubject(c))
+	}
+	subjects = append(subjects, subjectRawMinimum, subjectRawPipeline)
+	runs := map[throughputSubject][]ControllerRun{}
+	positions := map[throughputSubject][]int{}
+	rounds := max(e.opts.ThroughputRounds, 1)
+	res.Rounds = rounds
+	for r := range rounds {
+		for i, s := range roundOrder(subjects, r) {
+			e.opts.progressf("bench:   round %d of %d, %d of %d: %s", r+1, rounds, i+1, len(subjects), s)
+			run, err := e.throughputRun(ctx, s, n, m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+			runs[s] = append(runs[s], run)
+			positions[s] = append(positions[s], i+1)
 		}
-		res.Controllers[c] = &ControllerThroughput{ControllerRun: run}
-		return nil
-	}); err != nil {
-		return err
 	}
-	var err error
-	e.opts.progressf("bench:   %s (minimum writes)", rawClient)
-	if res.Raw, err = e.rawRun(ctx, n, m, rawMinimum); err != nil {
-		return fmt.Errorf("raw client: %w", err)
+	for _, c := range e.opts.Controllers {
+		s := throughputSubject(c)
+		res.Controllers[c] = &ControllerThroughput{ControllerRun: mergeControllerRuns(runs[s], positions[s], n, n*m)}
 	}
-	e.opts.progressf("bench:   %s (pipeline writes)", rawClient)
-	if res.RawPipeline, err = e.rawRun(ctx, n, m, rawPipeline); err != nil {
-		return fmt.Errorf("raw client (pipeline writes): %w", err)
-	}
+	res.Raw = mergeControllerRuns(runs[subjectRawMinimum], positions[subjectRawMinimum], n, n*m).RunStats
+	res.RawPipeline = mergeControllerRuns(runs[subjectRawPipeline], positions[subjectRawPipeline], n, n*m).RunStats
 	res.ratios()
 	report.Throughput = res
 	return nil
+}
+
+// throughputRun runs n chains of m pods once under subject s.
+func (e *env) throughputRun(ctx context.Context, s throughputSubject, n, m int) (ControllerRun, error) {
+	switch s {
+	case subjectRawMinimum:
+		stats, err := e.rawRun(ctx, n, m, rawMinimum)
+		return ControllerRun{RunStats: stats}, err
+	case subjectRawPipeline:
+		stats, err := e.rawRun(ctx, n, m, rawPipeline)
+		return ControllerRun{RunStats: stats}, err
+	}
+	c := string(s)
+	run, _, err := e.controllerRun(ctx, c, "bench-throughput-"+c, n, m, 0)
+	return run, err
 }
 
 // controllerRun submits n chains of m nodes at once to controller c in a new namespace and waits for all
@@ -166,9 +195,10 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err := settleEvents(waitCtx, p.calls); err != nil {
 		return ControllerRun{}, "", p.failed(err)
 	}
+	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(obs.schedulingLatencies(predecessor))},
+		HopLatency: summarize(hops), hops: hops},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
 		// A release's watch event can beat the PATCH response the controller counts it from.
@@ -225,3 +255,6 @@ func inParallel(workers, n int, f func(i int) error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// podsMeasured is the pods of every round.
+func (res *ThroughputResult) podsMeasured() int { return res.Pods * max(res.Rounds, 1) }

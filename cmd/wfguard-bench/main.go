@@ -42,6 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.FanOutWidth, "fanout-width", o.FanOutWidth, "scheduling latency: children per fan-out")
 	fs.IntVar(&o.ThroughputWorkflows, "workflows", o.ThroughputWorkflows, "throughput: concurrent workflows")
 	fs.IntVar(&o.ThroughputNodes, "nodes", o.ThroughputNodes, "throughput: pods per workflow (a chain)")
+	fs.IntVar(&o.ThroughputRounds, "throughput-rounds", o.ThroughputRounds, "throughput: rounds; each runs every controller and both raw clients once, in an order rotated each round")
 	fs.IntVar(&o.Actions, "actions", o.Actions, "WorkflowAction latency: concurrent actions of each kind")
 	fs.IntVar(&o.OrphanPods, "orphans", o.OrphanPods, "orphan sweep: orphaned pods holding the status finalizer")
 	fs.IntVar(&o.LateResultWorkflows, "late-workflows", o.LateResultWorkflows, "late results: concurrent workflows")

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+)
+
+// Round is one run of a subject in the throughput scenario: where it ran in its round and what it measured.
+type Round struct {
+	// Position is the run's place in its round's order (1: first).
+	Position   int     `json:"position"`
+	PodsPerSec float64 `json:"podsPerSec"`
+	HopP50Ms   float64 `json:"hopP50Ms"`
+	HopP99Ms   float64 `json:"hopP99Ms"`
+}
+
+// throughputSubject is one thing the throughput scenario measures: a controller or a raw client.
+type throughputSubject string
+
+const (
+	subjectRawMinimum  throughputSubject = "raw client (minimum writes)"
+	subjectRawPipeline throughputSubject = "raw client (pipeline writes)"
+)
+
+// roundOrder is the order of round r: the subjects rotated by r, so that across rounds each runs early and
+// late. The API server's watch cache grows during a bench (and with it each new watcher's buffer), so a
+// fixed order favoured whoever ran last.
+func roundOrder(subjects []throughputSubject, r int) []throughputSubject {
+	if len(subjects) == 0 {
+		return nil
+	}
+	k := r % len(subjects)
+	return append(slices.Clone(subjects[k:]), subjects[:k]...)
+}
+
+// mergeRunStats combines a subject's rounds: rates over all their pods and seconds, hop latency over every
+// hop of every round, calls summed.
+func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunStats {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	var out RunStats
+	var seconds float64
+	totals := map[string]int{}
+	for i, r := range runs {
+		seconds += r.Seconds
+		out.hops = append(out.hops, r.hops...)
+		for _, c := range r.Calls {
+			totals[c.Call] += c.Total
+		}
+		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms})
+	}
+	n := len(runs)
+	elapsed := time.Duration(seconds * float64(time.Second))
+	out.Seconds = seconds
+	out.WorkflowsPerSec = perSecond(n*workflows, elapsed)
+	out.PodsPerSec = perSecond(n*pods, elapsed)
+	writes := 0
+	for call, total := range totals {
+		out.Calls = append(out.Calls, APICall{Call: call, Total: total, PerPod: float64(total) / float64(max(n*pods, 1)),
+			PerWorkflow: float64(total) / float64(max(n*workflows, 1))})
+		switch verbOf(call) {
+		case "create", "update", "patch", "delete":
+			writes += total
+		}
+	}
+	sort.Slice(out.Calls, func(i, j int) bool { return out.Calls[i].Call < out.Calls[j].Call })
+	out.WritesPerPod = float64(writes) / float64(max(n*pods, 1))
+	out.HopLatency = summarize(out.hops)
+	return out
+}
+
+// mergeControllerRuns is mergeRunStats for a controller, with its CPU, counters and phases summed.
+func mergeControllerRuns(runs []ControllerRun, positions []int, workflows, pods int) ControllerRun {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	stats := make([]RunStats, len(runs))
+	out := ControllerRun{Phases: map[wfv1.WorkflowPhase]int{}}
+	for i, r := range runs {
+		stats[i] = r.RunStats
+		out.CPUSeconds += r.CPUSeconds
+		for phase, n := range r.Phases {
+			out.Phases[phase] += n
+		}
+		if r.Counters != nil {
+			if out.Counters == nil {
+				out.Counters = map[string]float64{}
+			}
+			for k, v := range r.Counters {
+				out.Counters[k] += v
+			}
+		}
+		if r.DirectReads != nil {
+			sum := *r.DirectReads
+			if out.DirectReads != nil {
+				sum += *out.DirectReads
+			}
+			out.DirectReads = &sum
+		}
+	}
+	out.RunStats = mergeRunStats(stats, positions, workflows, pods)
+	out.CPUSecondsPer1000 = out.CPUSeconds * 1000 / float64(max(len(runs)*pods, 1))
+	return out
+}
