@@ -63,13 +63,18 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 	// The throughput scenario's figures cover both rounds of 3 workflows × 2 pods.
 	const throughputPods, throughputWorkflows = 2 * 6, 2 * 3
 	t.Run("the throughput scenario ran every subject once per round, in rotated order", func(t *testing.T) {
-		subjects := map[string][]Round{"raw minimum": r.Throughput.Raw.Rounds, "raw pipeline": r.Throughput.RawPipeline.Rounds}
+		subjects := map[string]RunStats{"raw minimum": r.Throughput.Raw, "raw pipeline": r.Throughput.RawPipeline}
 		for _, c := range Controllers {
-			subjects[c] = r.Throughput.Controllers[c].Rounds
+			subjects[c] = r.Throughput.Controllers[c].RunStats
 		}
-		for name, rounds := range subjects {
-			if len(rounds) != 2 || rounds[0].Position == rounds[1].Position {
-				t.Errorf("%s rounds = %+v, want 2 at different places in their rounds", name, rounds)
+		// Each 2-pod chain has one hop: 3 per round.
+		const hops = 2 * 3
+		for name, s := range subjects {
+			if len(s.Rounds) != 2 || s.Rounds[0].Position == s.Rounds[1].Position {
+				t.Errorf("%s rounds = %+v, want 2 at different places in their rounds", name, s.Rounds)
+			}
+			if s.HopLatency.Count != hops {
+				t.Errorf("%s hop latency over %d hops, want every round's %d", name, s.HopLatency.Count, hops)
 			}
 		}
 	})

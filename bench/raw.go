@@ -95,9 +95,10 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err := settleEvents(runCtx, calls); err != nil {
 		return RunStats{}, err
 	}
+	hops := obs.schedulingLatencies(predecessor)
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(obs.schedulingLatencies(predecessor))}, nil
+		HopLatency: summarize(hops), hops: hops}, nil
 }
 
 // rawClients are the raw client's API clients, counted; recorder is set for the pipeline writes.
