@@ -66,6 +66,18 @@ func (d *decodeCache) unchanged(key string, loaded *unstructured.Unstructured, w
 	return e != nil && e.loaded == loaded && equality.Semantic.DeepEqual(e.ext, *ext) && equality.Semantic.DeepEqual(e.wf, wf)
 }
 
+// stored returns a copy of the workflow decoded from loaded, the copy a pass started from, without
+// decoding it again; false when the key's decoding is no longer loaded's.
+func (d *decodeCache) stored(key string, loaded *unstructured.Unstructured) (*wfv1.Workflow, bool) {
+	d.mu.Lock()
+	e := d.byKey[key]
+	d.mu.Unlock()
+	if e == nil || e.loaded != loaded {
+		return nil, false
+	}
+	return e.wf.DeepCopy(), true
+}
+
 // forget drops a key: its workflow completed or is gone.
 func (d *decodeCache) forget(key string) {
 	d.mu.Lock()

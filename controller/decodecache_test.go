@@ -58,6 +58,11 @@ func TestTheDecodeCacheGivesEachPassItsOwnCopy(t *testing.T) {
 		t.Errorf("the next pass at the same resourceVersion saw the previous pass's changes (node %s, suspended %t) or a new decoding",
 			again.Status.Nodes["w-0"].Phase, *ext2.Suspended)
 	}
+	// A deferred pass's effects decide from the stored copy, never from the pass's own changes.
+	stored, ok := d.stored("ns/w", loaded)
+	if !ok || stored.Status.Nodes["w-0"].Phase != wfv1.NodeSucceeded {
+		t.Errorf("the stored copy of resourceVersion 10 is missing (%t) or carries a pass's change", ok)
+	}
 	// A new resourceVersion is decoded again.
 	_, _, loaded3, err := d.decode("ns/w", runningWorkflow(t, 3, "11"))
 	if err != nil {
@@ -65,6 +70,9 @@ func TestTheDecodeCacheGivesEachPassItsOwnCopy(t *testing.T) {
 	}
 	if loaded3 == loaded || loaded3.GetResourceVersion() != "11" {
 		t.Errorf("resourceVersion 11 reused the decoding of 10")
+	}
+	if _, ok := d.stored("ns/w", loaded); ok {
+		t.Error("a pass that started from resourceVersion 10 got a stored copy after 11 was decoded")
 	}
 	d.forget("ns/w")
 	if d.unchanged("ns/w", loaded3, again, &ext2) {

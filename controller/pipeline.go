@@ -177,9 +177,9 @@ func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Durati
 	// from the stored copy itself, so I5 does not rest on informationalOnly alone.
 	persisted := p.WF
 	if outcome == deferred {
-		stored, _, err := extstatus.FromUnstructured(p.loaded)
+		stored, err := c.storedCopy(p)
 		if err != nil {
-			return 0, fmt.Errorf("decoding the stored copy of %s: %w", p.key, err)
+			return 0, err
 		}
 		persisted = stored
 	}
@@ -191,6 +191,18 @@ func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Durati
 		return 0, err
 	}
 	return p.RequeueAfter(), nil
+}
+
+// storedCopy is the workflow a deferred pass started from: the stored copy that decides its effects.
+func (c *Controller) storedCopy(p *pass) (*wfv1.Workflow, error) {
+	if wf, ok := c.decodes.stored(p.key, p.loaded); ok {
+		return wf, nil
+	}
+	wf, _, err := extstatus.FromUnstructured(p.loaded)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the stored copy of %s: %w", p.key, err)
+	}
+	return wf, nil
 }
 
 // applyEffects follows a persisted pass. Intent first: outcomes and finalizer releases only follow the
