@@ -171,7 +171,9 @@ func (c *Controller) newInformers() (*informerSet, error) {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			c.releaser.PodDeleted(obj)
+			if c.releaser.PodDeleted(obj) {
+				return // the echo of our own settling patch: about one pass per pod saved
+			}
 			c.enqueueOwner(obj)
 		},
 	}

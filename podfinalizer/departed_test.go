@@ -14,56 +14,60 @@ import (
 func TestPodsThatLeaveTheCacheHoldingTheFinalizer(t *testing.T) {
 	for _, tc := range []struct {
 		sentence string
-		// leave makes the cache drop the pod (the cached copy is passed).
-		leave        func(t *testing.T, f *fixture, cached *corev1.Pod)
-		wantKept     bool
-		wantReleased float64
+		// leave makes the cache drop the pod (the cached copy is passed); it returns what PodDeleted reported.
+		leave    func(t *testing.T, f *fixture, cached *corev1.Pod) (ownSettle bool)
+		wantKept bool
+		// wantOwnSettle: the departure is our own patch's echo, so the workflow is not queued for it.
+		wantOwnSettle bool
+		wantReleased  float64
 	}{
 		{
 			sentence: "a pod that leaves holding the finalizer, not by our patch, is kept aside and released by its workflow's pass",
-			leave:    func(t *testing.T, f *fixture, cached *corev1.Pod) { f.r.PodDeleted(cached) },
+			leave:    func(t *testing.T, f *fixture, cached *corev1.Pod) bool { return f.r.PodDeleted(cached) },
 			wantKept: true, wantReleased: 1,
 		},
 		{
 			sentence: "a tombstone holding the finalizer is kept aside too: a pod holding it cannot be gone",
-			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) {
-				f.r.PodDeleted(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: cached})
+			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) bool {
+				return f.r.PodDeleted(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: cached})
 			},
 			wantKept: true, wantReleased: 1,
 		},
 		{
 			sentence: "a pod that leaves because of our own settling patch is not kept",
-			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) {
+			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) bool {
 				f.settleNow(t, cached)
-				f.r.PodDeleted(cached) // the watch reports the departure with the previous content
+				return f.r.PodDeleted(cached) // the watch reports the departure with the previous content
 			},
-			wantKept: false,
+			wantKept: false, wantOwnSettle: true,
 		},
 		{
 			sentence: "a pod whose departure reaches the cache before our patch's expectation is dropped by that patch, uncounted",
-			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) {
+			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) bool {
 				stored, _ := f.kube.CoreV1().Pods("ns").Get(context.Background(), "a", metav1.GetOptions{})
 				early := cached.DeepCopy()
 				early.ResourceVersion = stored.ResourceVersion // our patch's version (the fake server keeps it)
-				f.r.PodDeleted(early)
+				ownSettle := f.r.PodDeleted(early)
 				f.settleNow(t, cached)
+				return ownSettle // not known as ours yet: the workflow is looked at
 			},
 			wantKept: false,
 		},
 		{
 			sentence: "a pod deleted without the finalizer is not kept",
-			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) {
+			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) bool {
 				gone := cached.DeepCopy()
 				gone.Finalizers = nil
-				f.r.PodDeleted(gone)
+				return f.r.PodDeleted(gone)
 			},
 			wantKept: false,
 		},
 		{
 			sentence: "a kept pod that comes back to the cache is dropped",
-			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) {
-				f.r.PodDeleted(cached)
+			leave: func(t *testing.T, f *fixture, cached *corev1.Pod) bool {
+				ownSettle := f.r.PodDeleted(cached)
 				f.r.PodAdded(cached)
+				return ownSettle
 			},
 			wantKept: false,
 		},
@@ -71,7 +75,9 @@ func TestPodsThatLeaveTheCacheHoldingTheFinalizer(t *testing.T) {
 		t.Run(tc.sentence, func(t *testing.T) {
 			cached := pod("a", "wf", "wf-uid", "wf-1")
 			f := newFixture(t, Config{StatusFinalizer: true}, cached)
-			tc.leave(t, f, cached)
+			if got := tc.leave(t, f, cached); got != tc.wantOwnSettle {
+				t.Errorf("reported as our own settling patch's echo = %v, want %v", got, tc.wantOwnSettle)
+			}
 			if got := f.r.IsDeparted(cached); got != tc.wantKept {
 				t.Fatalf("kept aside = %v, want %v", got, tc.wantKept)
 			}

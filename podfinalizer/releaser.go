@@ -248,16 +248,19 @@ func (r *Releaser) PodUpdated(obj any) {
 // the cache still holding the finalizer, not by our own patch, is kept aside (Departed) so its release is
 // not lost, and its workflow is looked at. Our own settling patch may reach the cache before its
 // expectation is recorded: the pod is then kept aside until that same pass drops it, which it does before
-// any other pass of the workflow can run.
-func (r *Releaser) PodDeleted(obj any) {
+// any other pass of the workflow can run. It reports whether the pod left because of our own settling
+// patch: the pass that patched it had already persisted everything the pod decides, so its workflow needs
+// no pass for the departure.
+func (r *Releaser) PodDeleted(obj any) (ownSettle bool) {
 	pod, ok := podOf(obj)
 	if !ok {
-		return
+		return false
 	}
 	if r.expectations.Forget(pod.UID) {
-		return
+		return true
 	}
 	r.departed.left(pod)
+	return false
 }
 
 // IsDeparted reports whether pod is a copy kept aside after it left the cache holding the finalizer.
