@@ -186,7 +186,8 @@ func (c *Controller) forgetDeferred(obj any) {
 
 // informationalDelay is how long the event from old to obj (old nil: an add) may wait before its workflow
 // is reconciled: the coalescing window for pod and result changes that decide nothing, 0 for those that
-// may (a pod ending or going away, a finalizer or label change, a result becoming complete).
+// may (a pod ending or going away, a finalizer or label change, a result becoming complete while its pod
+// has ended or is gone).
 func (c *Controller) informationalDelay(old, obj any) time.Duration {
 	window := c.opts.StatusCoalesceWindow
 	if window <= 0 {
@@ -201,12 +202,36 @@ func (c *Controller) informationalDelay(old, obj any) time.Duration {
 		return window
 	case *wfv1.WorkflowTaskResult:
 		o, _ := old.(*wfv1.WorkflowTaskResult)
-		if n.Labels[common.LabelKeyReportOutputsCompleted] == "true" && (o == nil || o.Labels[common.LabelKeyReportOutputsCompleted] != "true") {
+		becameComplete := n.Labels[common.LabelKeyReportOutputsCompleted] == "true" &&
+			(o == nil || o.Labels[common.LabelKeyReportOutputsCompleted] != "true")
+		if becameComplete && !c.resultPodRunning(n) {
 			return 0
 		}
 		return window
 	}
 	return 0
+}
+
+// resultPodRunning reports whether the cache holds a running pod for result's node. The complete result
+// then decides nothing yet: the pod's end, always reconciled at once, comes later and finds the result
+// already cached. The executor completes its result before the pod ends, so this saves the usual case one
+// pass per pod. A pod that only claims the node can delay the pass by no more than the window.
+func (c *Controller) resultPodRunning(r *wfv1.WorkflowTaskResult) bool {
+	if c.inf == nil {
+		return false
+	}
+	key := workflowKeyOf(r)
+	if key == "" {
+		return false
+	}
+	objs, _ := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowKey, key)
+	for _, o := range objs {
+		pod := o.(*corev1.Pod)
+		if pod.Annotations[common.AnnotationKeyNodeID] == r.Name && !decisivePodChange(nil, pod) {
+			return true
+		}
+	}
+	return false
 }
 
 func decisivePodChange(old, pod *corev1.Pod) bool {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/extstatus"
 )
@@ -126,7 +127,22 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		return p
 	}
 	result := func(completed string) *wfv1.WorkflowTaskResult {
-		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{common.LabelKeyReportOutputsCompleted: completed}}}
+		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wf-1",
+			Labels: map[string]string{common.LabelKeyReportOutputsCompleted: completed, common.LabelKeyWorkflow: "wf"}}}
+	}
+	// The pod cache holds the running pod of node wf-2 and the ended pod of node wf-3.
+	pods := cache.NewSharedIndexInformer(nil, &corev1.Pod{}, 0, cache.Indexers{IndexWorkflowKey: indexByWorkflowKey})
+	for id, phase := range map[string]corev1.PodPhase{"wf-2": corev1.PodRunning, "wf-3": corev1.PodSucceeded} {
+		if err := pods.GetIndexer().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + id,
+			Labels: map[string]string{common.LabelKeyWorkflow: "wf"}, Annotations: map[string]string{common.AnnotationKeyNodeID: id}},
+			Status: corev1.PodStatus{Phase: phase}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.inf = &informerSet{pods: pods}
+	resultOf := func(node string, r *wfv1.WorkflowTaskResult) *wfv1.WorkflowTaskResult {
+		r.Name = node
+		return r
 	}
 	now := metav1.Now()
 	cases := []struct {
@@ -146,6 +162,14 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		{"outputs before completion wait", result("false"), result("false"), time.Second},
 		{"a result becoming complete is reconciled at once", result("false"), result("true"), 0},
 		{"a result first seen complete is reconciled at once", nil, result("true"), 0},
+		{"a result completing while its pod runs waits: the pod's end decides", result("false"), resultOf("wf-2", result("true")), time.Second},
+		{"a result completing after its pod ended is reconciled at once", result("false"), resultOf("wf-3", result("true")), 0},
+		{"a result of another workflow's node is not held back by this one's pod", result("false"),
+			resultOf("wf-2", func() *wfv1.WorkflowTaskResult {
+				r := result("true")
+				r.Labels[common.LabelKeyWorkflow] = "other"
+				return r
+			}()), 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
