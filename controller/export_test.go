@@ -26,6 +26,14 @@ func (c *Controller) LastWritten(uid types.UID) string {
 	return c.written[uid].resourceVersion
 }
 
+// HoldsOwnWrite reports whether the controller keeps the object its last write of the workflow with uid
+// stored, because its informer has not delivered that write yet (a pass would start from it).
+func (c *Controller) HoldsOwnWrite(uid types.UID) bool {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	return c.written[uid].stored != nil
+}
+
 // Reconcile runs one pass of key outside the workers, returning its requeue delay.
 func (c *Controller) Reconcile(ctx context.Context, key string) (time.Duration, error) {
 	return c.reconcile(ctx, key)

@@ -181,13 +181,31 @@ type lastWrite struct {
 	stored          *unstructured.Unstructured
 }
 
-// recordWrite remembers what we wrote for the workflow's UID: the object the API server returned.
+// recordWrite remembers what we wrote for the workflow's UID: the object the API server returned, kept
+// only while the cache has not shown it yet. Its echo can reach the cache before this records it; the store
+// is read under the lock the echo's handler takes, so either this sees the echo or the handler drops it.
 func (c *Controller) recordWrite(u *unstructured.Unstructured) {
 	stored := u.DeepCopy()
 	stored.SetManagedFields(nil) // as the informer's transform does
 	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if c.cacheShows(u) {
+		stored = nil
+	}
 	c.written[u.GetUID()] = lastWrite{resourceVersion: u.GetResourceVersion(), stored: stored}
-	c.writtenMu.Unlock()
+}
+
+// cacheShows reports whether the workflow cache holds u's UID at u's resourceVersion or a later one.
+func (c *Controller) cacheShows(u *unstructured.Unstructured) bool {
+	if c.inf == nil {
+		return false
+	}
+	obj, ok, _ := c.inf.workflows.GetIndexer().Get(u)
+	if !ok {
+		return false
+	}
+	cached := obj.(*unstructured.Unstructured)
+	return cached.GetUID() == u.GetUID() && resourceversion.Compare(cached.GetResourceVersion(), u.GetResourceVersion()) >= 0
 }
 
 // isStale reports whether the cache copy is older than our last write of the same UID.
@@ -209,7 +227,14 @@ func (c *Controller) freshest(cached *unstructured.Unstructured) (*unstructured.
 	c.writtenMu.Lock()
 	defer c.writtenMu.Unlock()
 	last, ok := c.written[cached.GetUID()]
-	if !ok || resourceversion.Compare(cached.GetResourceVersion(), last.resourceVersion) >= 0 {
+	if !ok {
+		return cached, true
+	}
+	if resourceversion.Compare(cached.GetResourceVersion(), last.resourceVersion) >= 0 {
+		if last.stored != nil { // the cache caught up without an update event (a relist's replace)
+			last.stored = nil
+			c.written[cached.GetUID()] = last
+		}
 		return cached, true
 	}
 	if last.stored == nil {
