@@ -2,7 +2,6 @@ package bench
 
 import (
 	"slices"
-	"sort"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -44,12 +43,12 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 	}
 	var out RunStats
 	var seconds float64
-	totals := map[string]int{}
+	summed := newCallCounter()
 	for i, r := range runs {
 		seconds += r.Seconds
 		out.hops = append(out.hops, r.hops...)
 		for _, c := range r.Calls {
-			totals[c.Call] += c.Total
+			summed.counts[c.Call] += c.Total
 		}
 		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms})
 	}
@@ -58,17 +57,8 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 	out.Seconds = seconds
 	out.WorkflowsPerSec = perSecond(n*workflows, elapsed)
 	out.PodsPerSec = perSecond(n*pods, elapsed)
-	writes := 0
-	for call, total := range totals {
-		out.Calls = append(out.Calls, APICall{Call: call, Total: total, PerPod: float64(total) / float64(max(n*pods, 1)),
-			PerWorkflow: float64(total) / float64(max(n*workflows, 1))})
-		switch verbOf(call) {
-		case "create", "update", "patch", "delete":
-			writes += total
-		}
-	}
-	sort.Slice(out.Calls, func(i, j int) bool { return out.Calls[i].Call < out.Calls[j].Call })
-	out.WritesPerPod = float64(writes) / float64(max(n*pods, 1))
+	out.Calls = summed.snapshot(n*pods, n*workflows)
+	out.WritesPerPod = float64(summed.writes()) / float64(max(n*pods, 1))
 	out.HopLatency = summarize(out.hops)
 	return out
 }
