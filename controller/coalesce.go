@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/podidentity"
 )
 
 // informationalNodeFields change as a pod runs but decide nothing: no successor, release or outcome
@@ -215,7 +216,8 @@ func (c *Controller) informationalDelay(old, obj any) time.Duration {
 // resultPodRunning reports whether the cache holds a running pod for result's node. The complete result
 // then decides nothing yet: the pod's end, always reconciled at once, comes later and finds the result
 // already cached. The executor completes its result before the pod ends, so this saves the usual case one
-// pass per pod. A pod that only claims the node can delay the pass by no more than the window.
+// pass per pod. Only the pod the controller created for the node counts (podidentity): a pod another
+// identity made that merely claims the node does not hold the pass back.
 func (c *Controller) resultPodRunning(r *wfv1.WorkflowTaskResult) bool {
 	if c.inf == nil {
 		return false
@@ -227,7 +229,12 @@ func (c *Controller) resultPodRunning(r *wfv1.WorkflowTaskResult) bool {
 	objs, _ := c.inf.pods.GetIndexer().ByIndex(IndexWorkflowKey, key)
 	for _, o := range objs {
 		pod := o.(*corev1.Pod)
-		if pod.Annotations[common.AnnotationKeyNodeID] == r.Name && !decisivePodChange(nil, pod) {
+		if pod.Annotations[common.AnnotationKeyNodeID] != r.Name || decisivePodChange(nil, pod) {
+			continue
+		}
+		// The pod's own ownerReference is trusted only together with its name: the name argo derives
+		// for the node is unique in the namespace, and the controller's pod holds it.
+		if owner, ok := podidentity.ClaimedOwner(pod); ok && podidentity.Check(owner, nil, pod) == podidentity.Match {
 			return true
 		}
 	}

@@ -130,12 +130,17 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wf-1",
 			Labels: map[string]string{common.LabelKeyReportOutputsCompleted: completed, common.LabelKeyWorkflow: "wf"}}}
 	}
-	// The pod cache holds the running pod of node wf-2 and the ended pod of node wf-3.
+	// The pod cache holds the controller's running pod of node wf-2 and its ended pod of node wf-3, and a
+	// running pod someone else made that claims node wf-4 (owner, label and annotation, but not its name).
 	pods := cache.NewSharedIndexInformer(nil, &corev1.Pod{}, 0, cache.Indexers{IndexWorkflowKey: indexByWorkflowKey})
-	for id, phase := range map[string]corev1.PodPhase{"wf-2": corev1.PodRunning, "wf-3": corev1.PodSucceeded} {
-		if err := pods.GetIndexer().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + id,
-			Labels: map[string]string{common.LabelKeyWorkflow: "wf"}, Annotations: map[string]string{common.AnnotationKeyNodeID: id}},
-			Status: corev1.PodStatus{Phase: phase}}); err != nil {
+	for name, p := range map[string]struct {
+		node  string
+		phase corev1.PodPhase
+	}{"wf-work-2": {"wf-2", corev1.PodRunning}, "wf-work-3": {"wf-3", corev1.PodSucceeded}, "mallory": {"wf-4", corev1.PodRunning}} {
+		if err := pods.GetIndexer().Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{common.LabelKeyWorkflow: "wf"}, Annotations: map[string]string{common.AnnotationKeyNodeID: p.node},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "wf", UID: "u"}}},
+			Status: corev1.PodStatus{Phase: p.phase}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,6 +169,7 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		{"a result first seen complete is reconciled at once", nil, result("true"), 0},
 		{"a result completing while its pod runs waits: the pod's end decides", result("false"), resultOf("wf-2", result("true")), time.Second},
 		{"a result completing after its pod ended is reconciled at once", result("false"), resultOf("wf-3", result("true")), 0},
+		{"a running pod that only claims the node does not hold its result back", result("false"), resultOf("wf-4", result("true")), 0},
 		{"a result of another workflow's node is not held back by this one's pod", result("false"),
 			resultOf("wf-2", func() *wfv1.WorkflowTaskResult {
 				r := result("true")
