@@ -181,15 +181,24 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if !opts.wants(s.name) {
 			continue
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		opts.progressf("bench: %s ...", s.name)
 		begin := time.Now()
+		// One scenario's failure does not discard the others' figures: an hour's run keeps what it measured.
 		if err := s.run(ctx, report); err != nil {
-			return report, fmt.Errorf("scenario %s: %w", s.name, err)
+			opts.progressf("bench: %s FAILED after %s: %v", s.name, time.Since(begin).Round(time.Millisecond), err)
+			report.Failures = append(report.Failures, ScenarioFailure{Scenario: s.name, Error: err.Error()})
+			continue
 		}
 		opts.progressf("bench: %s done in %s", s.name, time.Since(begin).Round(time.Millisecond))
 	}
 	report.evaluate()
-	return report, nil
+	if len(report.Failures) > 0 {
+		return report, report.failuresError()
+	}
+	return report, ctx.Err()
 }
 
 // namespace creates a fresh namespace for a scenario.

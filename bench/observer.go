@@ -333,17 +333,26 @@ func (o *observer) waitCount(ctx context.Context, n int, what string, count func
 
 // waitReleased waits until no pod holds the status finalizer, so the run's API calls are all counted.
 func (o *observer) waitReleased(ctx context.Context) error {
+	if held := o.heldOnceReleasedOr(ctx); held > 0 {
+		return fmt.Errorf("waiting for %d pods to lose the status finalizer: %w", held, ctx.Err())
+	}
+	return nil
+}
+
+// heldOnceReleasedOr waits until no pod holds the status finalizer or ctx ends, and returns how many
+// still hold it.
+func (o *observer) heldOnceReleasedOr(ctx context.Context) int {
 	for {
 		o.mu.Lock()
 		held := len(o.holding)
 		o.mu.Unlock()
 		if held == 0 {
-			return nil
+			return 0
 		}
 		select {
 		case <-o.changed:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d pods to lose the status finalizer: %w", held, ctx.Err())
+			return held
 		}
 	}
 }

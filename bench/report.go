@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +32,23 @@ type Report struct {
 	Comparison []ComparisonRow `json:"comparison"`
 	// RawActions is the control plane's floor for the actions scenario's bursts (actionsRaw).
 	RawActions *ActionsResult `json:"rawActions,omitempty"`
+	// Failures are the scenarios that ended in an error; the others' figures stand.
+	Failures []ScenarioFailure `json:"failures,omitempty"`
+}
+
+// failuresError names every failed scenario and its error.
+func (r *Report) failuresError() error {
+	var errs []error
+	for _, f := range r.Failures {
+		errs = append(errs, fmt.Errorf("scenario %s: %s", f.Scenario, f.Error))
+	}
+	return errors.Join(errs...)
+}
+
+// ScenarioFailure is a scenario that could not finish, and why.
+type ScenarioFailure struct {
+	Scenario string `json:"scenario"`
+	Error    string `json:"error"`
 }
 
 // Machine describes where the numbers were taken.
@@ -265,6 +283,12 @@ func (r *Report) WriteText(w io.Writer) {
 	r.writeScale(w)
 	if o := r.Orphans; o != nil {
 		fmt.Fprintf(w, "orphan sweep (wfguard): %d pods — controller %.2f s, raw patch loop %.2f s, ratio %.2f×\n\n", o.Pods, o.ControllerSeconds, o.RawSeconds, o.Ratio)
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAILED scenario %s: %s\n", f.Scenario, f.Error)
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "DESIGN.md target\ttarget\twfguard\tverdict\targo\targo verdict\n")

@@ -243,3 +243,50 @@ func TestScrapingKeepsEachLabelledSeriesAndSumsEachMetricByName(t *testing.T) {
 		}
 	}
 }
+
+func TestAFailedScenarioAndPodsStillHeldAreReportedBesideTheOtherFigures(t *testing.T) {
+	r := sampleReport(ControllerWFGuard, ControllerArgo)
+	r.Sizes.ScaleWorkflows, r.Sizes.ScalePodsPerWorkflow = 1000, 10
+	r.Scale = map[string]*ScaleResult{
+		ControllerWFGuard: {Workflows: 1000, PodsPerWorkflow: 10, Seconds: 568.9, ReleasedSeconds: 569.2},
+		ControllerArgo:    {Workflows: 1000, PodsPerWorkflow: 10, Seconds: 900, ReleasedSeconds: 1602, HeldAtDeadline: 578},
+	}
+	r.Failures = []ScenarioFailure{{Scenario: "memory", Error: "argo: waiting for the RSS to settle: context deadline exceeded"}}
+	r.evaluate()
+	t.Run("pods still held at the release deadline are a figure, not a failure", func(t *testing.T) {
+		got := row(r.Comparison, "scale 1000 × 10: time until every pod is released")
+		if got == nil {
+			t.Fatalf("no release row in %+v", r.Comparison)
+		}
+		if got.WFGuard != "569.2 s" || got.Argo != "> 1602.0 s (578 pods still held)" {
+			t.Errorf("release row = %q / %q", got.WFGuard, got.Argo)
+		}
+	})
+	t.Run("the printed report names the failed scenario and keeps the others' targets", func(t *testing.T) {
+		var b bytes.Buffer
+		r.WriteText(&b)
+		text := b.String()
+		if !strings.Contains(text, "FAILED scenario memory: argo: waiting for the RSS to settle") {
+			t.Errorf("the report does not name the failed scenario:\n%s", text)
+		}
+		if !regexp.MustCompile(`(?m)^scheduling latency +p50 < 50 ms`).MatchString(text) {
+			t.Errorf("the other scenarios' targets are missing:\n%s", text)
+		}
+	})
+	t.Run("the error and the JSON name every failed scenario", func(t *testing.T) {
+		if err := r.failuresError(); err == nil || !strings.Contains(err.Error(), "scenario memory: argo: waiting") {
+			t.Errorf("failuresError() = %v", err)
+		}
+		var b bytes.Buffer
+		if err := r.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		var back Report
+		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Failures) != 1 || back.Failures[0] != r.Failures[0] || back.Scale[ControllerArgo].HeldAtDeadline != 578 {
+			t.Errorf("after a JSON round trip: failures %+v, argo scale %+v", back.Failures, back.Scale[ControllerArgo])
+		}
+	})
+}

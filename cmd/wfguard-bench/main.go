@@ -23,7 +23,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	o := bench.Defaults()
 	fs := flag.NewFlagSet("wfguard-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -97,11 +97,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	begin := time.Now()
-	report, err := bench.Run(ctx, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+	report, runErr := bench.Run(ctx, o)
+	if report == nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
 		return 1
 	}
+	// A failed scenario still leaves the others' figures: print and keep them, then exit non-zero.
+	defer func() {
+		if runErr != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
+			code = 1
+		}
+	}()
 	report.WriteText(stdout)
 	fmt.Fprintf(stdout, "\nbench finished in %s\n", time.Since(begin).Round(time.Second))
 	if *out != "" {
