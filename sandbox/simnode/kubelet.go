@@ -92,12 +92,8 @@ type podSim struct {
 func (p *podSim) lifecycle(ctx context.Context) error {
 	n, pod := p.n, p.pod
 	if pod.Spec.NodeName == "" {
-		err := n.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: n.opts.NodeName},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("binding pod: %w", err)
+		if err := n.bind(ctx, pod); err != nil {
+			return err
 		}
 		n.record(pod, StepBound)
 	}
@@ -382,6 +378,34 @@ var statusWriteBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2
 // project's transient errors, and a conflict (the write re-reads the pod first).
 func retriableStatusWrite(err error) bool {
 	return apierror.Transient(err) || apierrors.IsConflict(err)
+}
+
+// bind binds the pod to this node, trying again while the API server's answer is retriable, as a
+// scheduler would: a bind lost to a loaded API server left its pod Pending for good (1 of a 1,000 × 10
+// scale run). A conflict after a try that timed out is that try having landed, if the pod is on this node.
+func (n *Node) bind(ctx context.Context, pod *corev1.Pod) error {
+	pods := n.kube.CoreV1().Pods(pod.Namespace)
+	tried := false
+	return retry.OnError(statusWriteBackoff, apierror.Transient, func() error {
+		err := pods.Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: n.opts.NodeName},
+		}, metav1.CreateOptions{})
+		if apierrors.IsConflict(err) && tried {
+			fresh, getErr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return fmt.Errorf("re-reading pod %s/%s after a conflicting bind: %w", pod.Namespace, pod.Name, getErr)
+			}
+			if fresh.UID == pod.UID && fresh.Spec.NodeName == n.opts.NodeName {
+				return nil
+			}
+		}
+		tried = true
+		if err != nil {
+			return fmt.Errorf("binding pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return nil
+	})
 }
 
 // setStatus applies mutate to the pod's status through the status subresource, re-reading on conflict and

@@ -80,3 +80,60 @@ func repeat(err error, n int) []error {
 	}
 	return out
 }
+
+func TestABindKeepsTryingWhileTheAPIServerAnswersRetriably(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	timeout := apierrors.NewServerTimeout(pods, "create", 1)
+	alreadyBound := apierrors.NewConflict(pods, "p", errors.New("pod p is already assigned to a node"))
+	for _, tc := range []struct {
+		name string
+		// answers are the answers to the binds, in order; onNode, when set, is where the first bind puts the
+		// pod even though it answers with an error (a bind that landed but timed out). Later binds succeed.
+		answers   []error
+		onNode    string
+		wantErr   bool
+		wantBinds int
+	}{
+		{name: "a bind that times out is tried again and lands", answers: []error{timeout, apierrors.NewTooManyRequests("slow down", 1)}, wantBinds: 3},
+		{name: "a bind that landed though its answer timed out is taken as done", answers: []error{timeout, alreadyBound}, onNode: DefaultNodeName, wantBinds: 2},
+		{name: "a pod another try bound elsewhere is not ours", answers: []error{timeout, alreadyBound}, onNode: "other-node", wantErr: true, wantBinds: 2},
+		{name: "a pod already bound on the first try is not ours", answers: []error{alreadyBound}, wantErr: true, wantBinds: 1},
+		{name: "a refused bind ends at once", answers: []error{apierrors.NewForbidden(pods, "p", errors.New("no"))}, wantErr: true, wantBinds: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			saved := statusWriteBackoff
+			statusWriteBackoff.Duration, statusWriteBackoff.Cap = 0, 0 // the tries, not the waits, are under test
+			t.Cleanup(func() { statusWriteBackoff = saved })
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+			kube := fake.NewClientset(pod.DeepCopy())
+			binds := 0
+			kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "binding" {
+					return false, nil, nil
+				}
+				binds++
+				if binds == 1 && tc.onNode != "" {
+					landed := pod.DeepCopy()
+					landed.Spec.NodeName = tc.onNode
+					if err := kube.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, landed, "ns"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if binds <= len(tc.answers) {
+					return true, nil, tc.answers[binds-1]
+				}
+				return true, nil, nil
+			})
+			n := &Node{kube: kube, opts: Options{NodeName: DefaultNodeName}}
+
+			err := n.bind(context.Background(), pod)
+
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("bind error = %v, want an error: %t", err, tc.wantErr)
+			}
+			if binds != tc.wantBinds {
+				t.Errorf("binds = %d, want %d", binds, tc.wantBinds)
+			}
+		})
+	}
+}
