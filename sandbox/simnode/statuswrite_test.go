@@ -36,9 +36,7 @@ func TestAStatusWriteKeepsTryingWhileTheAPIServerAnswersRetriably(t *testing.T) 
 			failures: []error{apierrors.NewNotFound(pods, "p")}, wantErr: true, wantWrites: 1, wantPhase: corev1.PodPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			saved := statusWriteBackoff
-			statusWriteBackoff.Duration, statusWriteBackoff.Cap = 0, 0 // the tries, not the waits, are under test
-			t.Cleanup(func() { statusWriteBackoff = saved })
+			triesOnly(t)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 			kube := fake.NewClientset(pod.DeepCopy())
 			writes := 0
@@ -73,6 +71,13 @@ func TestAStatusWriteKeepsTryingWhileTheAPIServerAnswersRetriably(t *testing.T) 
 	}
 }
 
+// triesOnly takes the waits out of the status write's backoff for the test: the tries are under test.
+func triesOnly(t *testing.T) {
+	saved := statusWriteBackoff
+	statusWriteBackoff.Duration, statusWriteBackoff.Cap = 0, 0
+	t.Cleanup(func() { statusWriteBackoff = saved })
+}
+
 func repeat(err error, n int) []error {
 	out := make([]error, n)
 	for i := range out {
@@ -101,9 +106,7 @@ func TestABindKeepsTryingWhileTheAPIServerAnswersRetriably(t *testing.T) {
 		{name: "a refused bind ends at once", answers: []error{apierrors.NewForbidden(pods, "p", errors.New("no"))}, wantErr: true, wantBinds: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			saved := statusWriteBackoff
-			statusWriteBackoff.Duration, statusWriteBackoff.Cap = 0, 0 // the tries, not the waits, are under test
-			t.Cleanup(func() { statusWriteBackoff = saved })
+			triesOnly(t)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
 			kube := fake.NewClientset(pod.DeepCopy())
 			binds := 0
