@@ -85,8 +85,8 @@ func (c *Controller) PodPhaseCounts() map[string]int {
 	return counts
 }
 
-// queueMetrics is the workflow queue's metrics provider: argo's, or client-go's global one (a no-op unless set).
-func queueMetrics(am ArgoMetrics) workqueue.MetricsProvider {
+// argoQueueMetrics is the workflow queue's metrics provider: argo's, or client-go's global one (a no-op unless set).
+func argoQueueMetrics(am ArgoMetrics) workqueue.MetricsProvider {
 	if am == nil {
 		return nil
 	}

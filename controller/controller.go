@@ -35,6 +35,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controller/promptqueue"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
@@ -232,10 +233,16 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay.
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: argometrics.WorkflowQueue, Clock: opts.Clock, MetricsProvider: queueMetrics(opts.ArgoMetrics)})
+	queueMetrics, err := promptqueue.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay. Under
+	// load, keys added for a change (a pod ended, an action arrived) go to a worker before delayed requeues
+	// (coalesced progress writes, echoes, retries): a successor's pod never waits behind a progress write.
+	c.queue = promptqueue.New(promptqueue.Config{Name: argometrics.WorkflowQueue, Clock: opts.Clock, Metrics: queueMetrics,
+		MetricsProvider: argoQueueMetrics(opts.ArgoMetrics),
+		RateLimiter:     workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second)})
 	if c.inf, err = c.newInformers(); err != nil {
 		return nil, err
 	}
