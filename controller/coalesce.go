@@ -152,10 +152,43 @@ func prunedOnly(before, after map[string]any) bool {
 	return true
 }
 
-// coalesce decides whether an informational-only pass of key is written now. It returns how long to wait
-// before writing, 0 meaning write now; the first deferred pass of a key starts the window.
-func (c *Controller) coalesce(key string, now time.Time) time.Duration {
-	window := c.opts.StatusCoalesceWindow
+// detailWindows is how many coalescing windows a pass whose informational changes move no node's phase
+// (a host, an exit code, outputs before completion) may wait. Such details come between a node shown
+// Running and its end, whose write, usually sooner, carries them; argo shows them no sooner (its default
+// requeue is 10 s). Without it a slow API server made more writes: the later a pod ended after its main
+// container, the likelier a second progress write of the node.
+const detailWindows = 5
+
+// coalescingWindow is how long the informational-only change from before to after may wait: one window
+// for a node going from Pending to Running, detailWindows for the rest.
+func (c *Controller) coalescingWindow(before, after *unstructured.Unstructured) time.Duration {
+	if nodePhaseChanged(before.Object, after.Object) {
+		return c.opts.StatusCoalesceWindow
+	}
+	return detailWindows * c.opts.StatusCoalesceWindow
+}
+
+// nodePhaseChanged reports whether a node of after has another phase in before, or is new.
+func nodePhaseChanged(before, after map[string]any) bool {
+	// In place, as informationalOnly: this runs on every pass that changed something.
+	bv, _, _ := unstructured.NestedFieldNoCopy(before, "status", "nodes")
+	av, _, _ := unstructured.NestedFieldNoCopy(after, "status", "nodes")
+	bn, _ := bv.(map[string]any)
+	an, _ := av.(map[string]any)
+	for id, a := range an {
+		b, ok := bn[id].(map[string]any)
+		node, _ := a.(map[string]any)
+		if !ok || node == nil || b["phase"] != node["phase"] {
+			return true
+		}
+	}
+	return false
+}
+
+// coalesce decides whether an informational-only pass of key that may wait window is written now. It
+// returns how long to wait before writing, 0 meaning write now; the first deferred pass of a key starts
+// the window, whatever its length.
+func (c *Controller) coalesce(key string, now time.Time, window time.Duration) time.Duration {
 	if window <= 0 {
 		return 0
 	}

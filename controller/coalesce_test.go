@@ -96,24 +96,66 @@ func TestTheWindowStartsAtTheFirstDeferredPassAndEndsWithAWrite(t *testing.T) {
 	steps := []struct {
 		sentence string
 		at       time.Time
+		window   time.Duration
 		want     time.Duration
 	}{
-		{"the first informational pass waits the whole window", t0, time.Second},
-		{"a later one waits only what is left", t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
-		{"once the window is over it writes", t0.Add(time.Second), 0},
+		{"the first informational pass waits the whole window", t0, time.Second, time.Second},
+		{"a later one waits only what is left", t0.Add(300 * time.Millisecond), time.Second, 700 * time.Millisecond},
+		{"a detail-only one waits what is left of its longer window", t0.Add(600 * time.Millisecond), 5 * time.Second, 4400 * time.Millisecond},
+		{"once the window is over it writes", t0.Add(time.Second), time.Second, 0},
 	}
 	for _, s := range steps {
-		if got := c.coalesce("ns/wf", s.at); got != s.want {
+		if got := c.coalesce("ns/wf", s.at, s.window); got != s.want {
 			t.Fatalf("%s: got %s, want %s", s.sentence, got, s.want)
 		}
 	}
 	c.wroteStatus("ns/wf")
-	if got := c.coalesce("ns/wf", t0.Add(5*time.Second)); got != time.Second {
+	if got := c.coalesce("ns/wf", t0.Add(5*time.Second), time.Second); got != time.Second {
 		t.Fatalf("after a write a new window starts: got %s", got)
 	}
 	off := &Controller{deferred: map[string]time.Time{}}
-	if got := off.coalesce("ns/wf", t0); got != 0 {
+	if got := off.coalesce("ns/wf", t0, 0); got != 0 {
 		t.Fatalf("a zero window writes every pass: got %s", got)
+	}
+}
+
+func TestANodeGoingRunningWaitsOneWindowAndItsDetailsWaitFive(t *testing.T) {
+	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}}
+	node := func(phase string, fields ...any) map[string]any {
+		n := map[string]any{"phase": phase}
+		for i := 0; i+1 < len(fields); i += 2 {
+			n[fields[i].(string)] = fields[i+1]
+		}
+		return n
+	}
+	wf := func(nodes map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"nodes": nodes}}}
+	}
+	cases := []struct {
+		sentence      string
+		before, after map[string]any
+		want          time.Duration
+	}{
+		{"a node going from Pending to Running waits one window",
+			map[string]any{"a": node("Pending")}, map[string]any{"a": node("Running", "hostNodeName", "n1")}, time.Second},
+		{"a running node's exit code waits five windows",
+			map[string]any{"a": node("Running")}, map[string]any{"a": node("Running", "outputs", map[string]any{"exitCode": "0"})}, 5 * time.Second},
+		{"a pending node's host waits five windows",
+			map[string]any{"a": node("Pending")}, map[string]any{"a": node("Pending", "hostNodeName", "n1")}, 5 * time.Second},
+		{"one node's outputs beside another node going Running wait one window",
+			map[string]any{"a": node("Running"), "b": node("Pending")},
+			map[string]any{"a": node("Running", "outputs", map[string]any{"exitCode": "0"}), "b": node("Running")}, time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			if got := c.coalescingWindow(wf(tc.before), wf(tc.after)); got != tc.want {
+				t.Errorf("window %s, want %s", got, tc.want)
+			}
+		})
+	}
+	off := &Controller{}
+	if got := off.coalescingWindow(wf(map[string]any{"a": node("Running")}), wf(map[string]any{"a": node("Running", "hostNodeName", "n1")})); got != 0 {
+		t.Errorf("with coalescing off a detail still waits %s", got)
 	}
 }
 

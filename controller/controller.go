@@ -80,8 +80,9 @@ type Options struct {
 	// pod events and start-up still find them).
 	OrphanSweepInterval time.Duration
 	// StatusCoalesceWindow lets a pass that changed only informational node fields (host, exit code, outputs
-	// before the node completes, Pending→Running) wait up to this long so later changes share its write;
-	// decisions (new nodes, phases reached, messages, actions) are always written at once. 0 writes every pass.
+	// before the node completes, Pending→Running) wait so later changes share its write: this long for a
+	// node going Running, five times as long for the other fields; decisions (new nodes, phases reached,
+	// messages, actions) are always written at once. 0 writes every pass.
 	StatusCoalesceWindow time.Duration
 	// MaxWorkflowSize is the encoded size in bytes above which a workflow's nodes are stored compressed
 	// (status.compressedNodes) and above which, even compressed, the workflow is ended Error instead

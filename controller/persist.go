@@ -54,7 +54,7 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 		return unchanged, nil // pruned records alone go with the next write
 	}
 	if len(p.Events) == 0 && informationalOnly(p.loaded, next) {
-		if wait := c.coalesce(p.key, p.Now); wait > 0 {
+		if wait := c.coalesce(p.key, p.Now, c.coalescingWindow(p.loaded, next)); wait > 0 {
 			p.RequeueBy(p.Now.Add(wait))
 			c.metrics.persists.WithLabelValues(persistDeferred).Inc()
 			return deferred, nil

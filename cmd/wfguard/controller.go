@@ -93,7 +93,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.DurationVar(&f.orphanSweep, "orphan-sweep-interval", time.Minute,
 		"how often to look for pods of deleted workflows that still hold the status finalizer (0 disables; events and start-up still find them)")
 	fs.DurationVar(&f.coalesceWindow, "status-coalesce-window", time.Second,
-		"how long a status change that decides nothing (pod host, exit code, Pending→Running) may wait to share a later write (0 writes every change at once)")
+		"how long a node going Pending→Running may wait to share a later write; its other changes that decide nothing (host, exit code, outputs before completion) wait five times as long (0 writes every change at once)")
 	fs.DurationVar(&f.passDeadline, "pass-deadline", controller.DefaultPassDeadline,
 		"how long one reconcile pass of one workflow may take before it is abandoned (its calls cancelled) and retried with backoff")
 	fs.IntVar(&f.maxWorkflowSize, "max-workflow-size", envInt("MAX_WORKFLOW_SIZE", extstatus.DefaultMaxWorkflowSize),
