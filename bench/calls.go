@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/wfguard/wfguard/faultinject"
 )
 
@@ -21,23 +19,6 @@ type callCounter struct {
 }
 
 func newCallCounter() *callCounter { return &callCounter{counts: map[string]int{}} }
-
-// wrap returns a copy of config whose requests are counted.
-func (c *callCounter) wrap(config *rest.Config) *rest.Config {
-	out := rest.CopyConfig(config)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} })
-	return out
-}
-
-type countingTransport struct {
-	next http.RoundTripper
-	c    *callCounter
-}
-
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.c.count(req)
-	return t.next.RoundTrip(req)
-}
 
 // count records one request under its verb and resource.
 func (c *callCounter) count(req *http.Request) {

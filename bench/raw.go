@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wfguard/wfguard/bench/workload"
@@ -46,10 +49,20 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	}
 	ns := obs.namespace
 	defer obs.close()
-	// The raw client learns of pods and results through a watch of its own, as a controller does. Reacting
-	// to the measuring observer's own events would leave that watch's delivery out of its hops, and charge
-	// it to every controller alone.
-	watched, err := e.observe(ctx, ns)
+	// The raw client reaches the API server as the controllers do: through a counting proxy of its own,
+	// with the controllers' QPS and burst, so what the proxy costs (a hop through the bench process for
+	// every request and watch event) is not charged to the controllers alone.
+	calls := newCallCounter()
+	proxy, err := startProxy(e.config, calls, proxyOptions{ErrorLog: log.New(io.Discard, "", 0)})
+	if err != nil {
+		return RunStats{}, err
+	}
+	defer proxy.close()
+	config := &rest.Config{Host: proxy.URL(), QPS: float32(e.opts.QPS), Burst: e.opts.Burst}
+	// It learns of pods and results through a watch of its own, as a controller does. Reacting to the
+	// measuring observer's own events would leave that watch's delivery out of its hops, and charge it to
+	// every controller alone.
+	watched, err := startObserver(ctx, kubernetes.NewForConfigOrDie(config), versioned.NewForConfigOrDie(config), ns)
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -59,8 +72,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 		return RunStats{}, err
 	}
 	defer node.Stop()
-	calls := newCallCounter()
-	config := calls.wrap(ownConnection(e.config)) // its own connection, as a controller process has
+	calls.reset() // the controllers' counts start after their caches synced, too
 	c := rawClients{kube: kubernetes.NewForConfigOrDie(config), argo: versioned.NewForConfigOrDie(config)}
 	if mode == rawPipeline {
 		events, recorder, err := rawRecorder(c.kube)
