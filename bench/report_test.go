@@ -122,14 +122,7 @@ func TestTheComparisonTable(t *testing.T) {
 		}
 	})
 	t.Run("the JSON report holds the comparison rows", func(t *testing.T) {
-		var b bytes.Buffer
-		if err := both.WriteJSON(&b); err != nil {
-			t.Fatal(err)
-		}
-		var back Report
-		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
-			t.Fatal(err)
-		}
+		back := roundTrip(t, both)
 		if len(back.Comparison) != len(both.Comparison) || back.Comparison[0] != both.Comparison[0] {
 			t.Errorf("comparison after a JSON round trip: %+v", back.Comparison)
 		}
@@ -277,16 +270,23 @@ func TestAFailedScenarioAndPodsStillHeldAreReportedBesideTheOtherFigures(t *test
 		if err := r.failuresError(); err == nil || !strings.Contains(err.Error(), "scenario memory: argo: waiting") {
 			t.Errorf("failuresError() = %v", err)
 		}
-		var b bytes.Buffer
-		if err := r.WriteJSON(&b); err != nil {
-			t.Fatal(err)
-		}
-		var back Report
-		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
-			t.Fatal(err)
-		}
+		back := roundTrip(t, r)
 		if len(back.Failures) != 1 || back.Failures[0] != r.Failures[0] || back.Scale[ControllerArgo].HeldAtDeadline != 578 {
 			t.Errorf("after a JSON round trip: failures %+v, argo scale %+v", back.Failures, back.Scale[ControllerArgo])
 		}
 	})
+}
+
+// roundTrip is r as written by WriteJSON and read back.
+func roundTrip(t *testing.T, r *Report) Report {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
