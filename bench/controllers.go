@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,10 +43,10 @@ type process struct {
 	name  string
 	proc  *controlplane.Process
 	stopF func() error
+	// proxy counts its calls; its log holds the proxy's errors (e.g. argo's exec into pods, an upgrade it
+	// does not forward).
 	proxy *apiProxy
-	// proxyLog holds the proxy's errors (e.g. argo's exec into pods, an upgrade it does not forward).
-	proxyLog *os.File
-	calls    *callCounter
+	calls *callCounter
 	// metricsURL is the controller's /metrics ("" when it serves none).
 	metricsURL string
 	// profileURL is the controller's /debug/pprof/ ("" when it serves none: see env.profiling).
@@ -66,18 +64,12 @@ type processOptions struct {
 // kubeconfig points at a fresh proxy, so every API call it makes is counted.
 func (e *env) startController(ctx context.Context, name, ns string, o processOptions) (*process, error) {
 	p := &process{name: name, calls: newCallCounter()}
-	proxyLog, err := os.Create(filepath.Join(e.tmp, ns+"-"+name+"-proxy.log"))
-	if err != nil {
-		return nil, fmt.Errorf("creating the proxy's log: %w", err)
-	}
-	p.proxyLog = proxyLog
-	if p.proxy, err = startProxy(e.config, p.calls, proxyOptions{DelayResults: o.delayResults, ErrorLog: log.New(proxyLog, "", log.LstdFlags)}); err != nil {
-		_ = proxyLog.Close()
+	var err error
+	if p.proxy, err = startProxy(e.config, p.calls, proxyOptions{DelayResults: o.delayResults, LogPath: filepath.Join(e.tmp, ns+"-"+name+"-proxy.log")}); err != nil {
 		return nil, err
 	}
 	abort := func(err error) (*process, error) {
 		p.proxy.close()
-		_ = p.proxyLog.Close()
 		return nil, err
 	}
 	kubeconfig := filepath.Join(e.tmp, ns+"-"+name+".kubeconfig")
@@ -126,7 +118,6 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 func (p *process) stop() error {
 	err := p.stopF()
 	p.proxy.close()
-	_ = p.proxyLog.Close()
 	if err != nil {
 		return fmt.Errorf("stopping %s: %w", p.name, err)
 	}

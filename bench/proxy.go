@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ type apiProxy struct {
 	server   *http.Server
 	listener net.Listener
 	done     chan struct{}
+	// errorLog is the file of LogPath, closed with the proxy (nil without one).
+	errorLog *os.File
 }
 
 // proxyOptions shape what the proxy does to the streams it forwards.
@@ -37,22 +40,38 @@ type proxyOptions struct {
 	// DelayResults delays every event of a workflowtaskresults watch by this much (0: none).
 	DelayResults time.Duration
 	Clock        clock.Clock
-	// ErrorLog receives the proxy's errors, e.g. an exec's SPDY upgrade it cannot forward over HTTP/2
-	// (nil: the standard logger).
-	ErrorLog *log.Logger
+	// LogPath is the file that receives the proxy's errors, e.g. an exec's SPDY upgrade it cannot forward
+	// over HTTP/2 ("": the standard logger).
+	LogPath  string
+	errorLog *log.Logger
 }
 
 // startProxy listens on a free port of 127.0.0.1 and forwards to upstream's API server.
 func startProxy(upstream *rest.Config, calls *callCounter, o proxyOptions) (*apiProxy, error) {
+	var errorLog *os.File
+	if o.LogPath != "" {
+		f, err := os.Create(o.LogPath)
+		if err != nil {
+			return nil, fmt.Errorf("creating the proxy's log: %w", err)
+		}
+		errorLog, o.errorLog = f, log.New(f, "", log.LstdFlags)
+	}
+	fail := func(err error) (*apiProxy, error) {
+		if errorLog != nil {
+			_ = errorLog.Close()
+		}
+		return nil, err
+	}
 	h, err := newProxyHandler(upstream, calls, o)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("listening for the API proxy: %w", err)
+		return fail(fmt.Errorf("listening for the API proxy: %w", err))
 	}
-	p := &apiProxy{calls: calls, listener: l, server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
+	p := &apiProxy{calls: calls, listener: l, server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{}),
+		errorLog: errorLog}
 	go func() {
 		defer close(p.done)
 		_ = p.server.Serve(l)
@@ -63,10 +82,14 @@ func startProxy(upstream *rest.Config, calls *callCounter, o proxyOptions) (*api
 // URL is the proxy's address, for the controller's kubeconfig.
 func (p *apiProxy) URL() string { return "http://" + p.listener.Addr().String() }
 
-// close ends the proxy and every stream through it (their request contexts end with the connections).
+// close ends the proxy and every stream through it (their request contexts end with the connections),
+// then its log.
 func (p *apiProxy) close() {
 	_ = p.server.Close()
 	<-p.done
+	if p.errorLog != nil {
+		_ = p.errorLog.Close()
+	}
 }
 
 // newProxyHandler is the counting, delaying reverse proxy to upstream's API server.
@@ -93,7 +116,7 @@ func newProxyHandler(upstream *rest.Config, calls *callCounter, o proxyOptions) 
 			}
 		},
 		Transport: transport,
-		ErrorLog:  o.ErrorLog,
+		ErrorLog:  o.errorLog,
 		// Watches stream: every write is flushed at once.
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {

@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
+	"path/filepath"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -53,7 +52,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	// with the controllers' QPS and burst, so what the proxy costs (a hop through the bench process for
 	// every request and watch event) is not charged to the controllers alone.
 	calls := newCallCounter()
-	proxy, err := startProxy(e.config, calls, proxyOptions{ErrorLog: log.New(io.Discard, "", 0)})
+	proxy, err := startProxy(e.config, calls, proxyOptions{LogPath: filepath.Join(e.tmp, ns+"-raw-proxy.log")})
 	if err != nil {
 		return RunStats{}, err
 	}
