@@ -12,13 +12,17 @@ import (
 	"github.com/wfguard/wfguard/faultinject"
 )
 
-// callCounter counts API requests by verb and resource; watches count once, when opened.
+// callCounter counts API requests by verb and resource, and the bytes of their bodies; watches count
+// once, when opened.
 type callCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	bytes  map[string]int64
 }
 
-func newCallCounter() *callCounter { return &callCounter{counts: map[string]int{}} }
+func newCallCounter() *callCounter {
+	return &callCounter{counts: map[string]int{}, bytes: map[string]int64{}}
+}
 
 // count records one request under its verb and resource.
 func (c *callCounter) count(req *http.Request) {
@@ -26,13 +30,14 @@ func (c *callCounter) count(req *http.Request) {
 	key := call["verb"] + " " + call["resource"]
 	c.mu.Lock()
 	c.counts[key]++
+	c.bytes[key] += max(req.ContentLength, 0) // what the API server decodes, validates and stores
 	c.mu.Unlock()
 }
 
 // reset forgets the counts so far (a warm-up's).
 func (c *callCounter) reset() {
 	c.mu.Lock()
-	c.counts = map[string]int{}
+	c.counts, c.bytes = map[string]int{}, map[string]int64{}
 	c.mu.Unlock()
 }
 
@@ -42,6 +47,13 @@ type APICall struct {
 	Total       int     `json:"total"`
 	PerPod      float64 `json:"perPod"`
 	PerWorkflow float64 `json:"perWorkflow"`
+	// RequestBytes is the calls' request bodies, summed.
+	RequestBytes int64 `json:"requestBytes"`
+}
+
+// meanRequestBytes is the mean body of one call.
+func (a APICall) meanRequestBytes() float64 {
+	return float64(a.RequestBytes) / float64(max(a.Total, 1))
 }
 
 // snapshot returns the counts with their rates per pod and per workflow.
@@ -50,7 +62,7 @@ func (c *callCounter) snapshot(pods, workflows int) []APICall {
 	defer c.mu.Unlock()
 	var out []APICall
 	for k, n := range c.counts {
-		out = append(out, APICall{Call: k, Total: n, PerPod: float64(n) / float64(max(pods, 1)), PerWorkflow: float64(n) / float64(max(workflows, 1))})
+		out = append(out, APICall{Call: k, Total: n, PerPod: float64(n) / float64(max(pods, 1)), PerWorkflow: float64(n) / float64(max(workflows, 1)), RequestBytes: c.bytes[k]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Call < out[j].Call })
 	return out

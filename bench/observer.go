@@ -281,6 +281,17 @@ func (o *observer) onWorkflow(obj any) {
 	o.notify()
 }
 
+// lastCompleted is when the last of the named workflows was seen completed (zero if none was).
+func (o *observer) lastCompleted(names []string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var last time.Time
+	for _, n := range names {
+		last = later(last, o.wfDone[n])
+	}
+	return last
+}
+
 // waitWorkflows waits until every named workflow has completed.
 func (o *observer) waitWorkflows(ctx context.Context, names []string) error {
 	for {

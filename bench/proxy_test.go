@@ -110,6 +110,11 @@ func TestTheProxyForwardsWithTheAdminsCredentialsAndCountsEachCallByVerbAndResou
 	if calls.writes() != 4 {
 		t.Errorf("writes %d, want 4", calls.writes())
 	}
+	for _, c := range calls.snapshot(2, 1) {
+		if want := int64(2 * c.Total); c.RequestBytes != want { // every body was "{}"
+			t.Errorf("%s: request bytes %d, want %d", c.Call, c.RequestBytes, want)
+		}
+	}
 }
 
 func TestTheProxyStreamsAWatchEventBeforeTheStreamEnds(t *testing.T) {

@@ -98,18 +98,20 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err != nil {
 		return RunStats{}, err
 	}
-	elapsed := time.Since(begin)
-	// The hops are measured from the observer's events, which may trail the raw client's own watch.
+	// Measured as the controllers' runs are: until the observer sees the last workflow complete (the
+	// client's own calls return before their watch events reach anyone).
 	if err := obs.waitWorkflows(runCtx, wfs); err != nil {
 		return RunStats{}, err
 	}
+	elapsed := obs.lastCompleted(wfs).Sub(begin)
+	chain := obs.chainTimes(begin, wfs)
 	if err := settleEvents(runCtx, calls); err != nil {
 		return RunStats{}, err
 	}
 	hops := obs.schedulingLatencies(predecessor)
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops}, nil
+		HopLatency: summarize(hops), hops: hops, Chain: &chain}, nil
 }
 
 // rawClients are the raw client's API clients, counted; recorder is set for the pipeline writes.

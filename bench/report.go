@@ -267,18 +267,23 @@ func (r *Report) WriteText(w io.Writer) {
 	writeComparison(w, r.Comparison)
 	fmt.Fprintln(w)
 	if r.Throughput != nil {
-		fmt.Fprintf(w, "API calls in the throughput run (%d rounds of %d workflows × %d pods), total / per pod / per workflow:\n",
+		fmt.Fprintf(w, "API calls in the throughput run (%d rounds of %d workflows × %d pods), total / per pod / per workflow / mean request body:\n",
 			max(r.Throughput.Rounds, 1), r.Throughput.Workflows, r.Throughput.Pods/max(r.Throughput.Workflows, 1))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, c := range r.Controllers {
-			if t := r.Throughput.Controllers[c]; t != nil {
-				for _, call := range t.Calls {
-					fmt.Fprintf(tw, "  %s\t%s\t%d\t%.2f\t%.2f\n", c, call.Call, call.Total, call.PerPod, call.PerWorkflow)
-				}
+		callRows := func(subject string, calls []APICall) {
+			for _, call := range calls {
+				fmt.Fprintf(tw, "  %s\t%s\t%d\t%.2f\t%.2f\t%.0f B\n", subject, call.Call, call.Total, call.PerPod, call.PerWorkflow, call.meanRequestBytes())
 			}
 		}
+		for _, c := range r.Controllers {
+			if t := r.Throughput.Controllers[c]; t != nil {
+				callRows(c, t.Calls)
+			}
+		}
+		callRows(string(subjectRawPipeline), r.Throughput.RawPipeline.Calls)
 		tw.Flush()
 		fmt.Fprintln(w)
+		r.Throughput.writeChains(w, r.Controllers)
 	}
 	r.writeScale(w)
 	if o := r.Orphans; o != nil {

@@ -44,11 +44,16 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 	var out RunStats
 	var seconds float64
 	summed := newCallCounter()
+	var chains []ChainBreakdown
 	for i, r := range runs {
 		seconds += r.Seconds
+		if r.Chain != nil {
+			chains = append(chains, *r.Chain)
+		}
 		out.hops = append(out.hops, r.hops...)
 		for _, c := range r.Calls {
 			summed.counts[c.Call] += c.Total
+			summed.bytes[c.Call] += c.RequestBytes
 		}
 		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms})
 	}
@@ -60,6 +65,10 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 	out.Calls = summed.snapshot(n*pods, n*workflows)
 	out.WritesPerPod = float64(summed.writes()) / float64(max(n*pods, 1))
 	out.HopLatency = summarize(out.hops)
+	if len(chains) > 0 {
+		merged := mergeChainBreakdowns(chains)
+		out.Chain = &merged
+	}
 	return out
 }
 

@@ -26,6 +26,8 @@ type RunStats struct {
 	// Rounds are the subject's runs one by one when the scenario ran more than once; the figures above
 	// then cover them all (throughput over every pod and second, hop latency over every hop).
 	Rounds []Round `json:"rounds,omitempty"`
+	// Chain splits the chains' time into the controller's and the node's parts (chain workflows only).
+	Chain *ChainBreakdown `json:"chain,omitempty"`
 
 	hops []time.Duration // the samples behind HopLatency, for merging rounds
 }
@@ -187,7 +189,8 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err := obs.waitWorkflows(waitCtx, names(wfs)); err != nil {
 		return ControllerRun{}, "", p.failed(err)
 	}
-	elapsed := time.Since(begin)
+	elapsed := obs.lastCompleted(names(wfs)).Sub(begin)
+	chain := obs.chainTimes(begin, names(wfs))
 	// Under late results a controller may fail a workflow whose consumer lacks its input: that is an outcome
 	// to report (Phases), not a broken run.
 	if err := allSucceeded(obs, names(wfs)); err != nil && delay == 0 {
@@ -206,7 +209,7 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops},
+		HopLatency: summarize(hops), hops: hops, Chain: &chain},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
 		// A release's watch event can beat the PATCH response the controller counts it from.
