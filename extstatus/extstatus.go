@@ -57,13 +57,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	if err := InflateNodes(wf); err != nil {
 		return nil, ext, err
 	}
-	var wrapper struct {
-		Status Extensions `json:"status"`
-	}
-	if err := json.Unmarshal(data, &wrapper); err != nil {
+	if ext, err = extensionsOf(u); err != nil {
 		return nil, ext, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	ext = wrapper.Status
 	if ext.AppliedActions == nil {
 		ext.AppliedActions = appliedFromAnnotation(wf.Annotations[AnnotationAppliedActions])
 	}
@@ -71,6 +67,28 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 		ext.RetryCleanupSince = retryCleanupFromAnnotation(wf.Annotations[AnnotationRetryCleanup])
 	}
 	return wf, ext, nil
+}
+
+// extensionsOf decodes only our status fields: decoding the whole object a second time to pick them out
+// cost as much as decoding the workflow.
+func extensionsOf(u *unstructured.Unstructured) (Extensions, error) {
+	var ext Extensions
+	status, _ := u.Object["status"].(map[string]any)
+	ours := map[string]any{}
+	for _, k := range fieldNames {
+		if v, ok := status[k]; ok {
+			ours[k] = v
+		}
+	}
+	if len(ours) == 0 {
+		return ext, nil
+	}
+	data, err := json.Marshal(ours)
+	if err != nil {
+		return ext, err
+	}
+	err = json.Unmarshal(data, &ext)
+	return ext, err
 }
 
 // AnnotationAppliedActions mirrors the write-ahead record without its messages. argo's CLI, server and UI

@@ -57,6 +57,47 @@ func TestAMalformedWorkflowGivesAnErrorNamingIt(t *testing.T) {
 	}
 }
 
+func TestOnlyOurOwnStatusFieldsDecodeAsExtensions(t *testing.T) {
+	workflow := func(status map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+			"metadata": map[string]any{"name": "w", "namespace": "ns"},
+			"status":   status,
+		}}
+	}
+	tests := []struct {
+		name    string
+		status  map[string]any
+		wantErr bool
+		check   func(Extensions) bool
+	}{
+		{"a malformed field of ours is an error naming the workflow", map[string]any{"appliedActions": "not-a-list"}, true, nil},
+		{"a key that differs from ours only in case decides nothing", map[string]any{"Suspended": true, "SHUTDOWN": "Terminate"}, false,
+			func(e Extensions) bool { return e.Suspended == nil && e.Shutdown == "" }},
+		{"our fields beside argo's decode", map[string]any{"phase": "Running", "suspended": true, "shutdown": "Stop"}, false,
+			func(e Extensions) bool { return e.Suspended != nil && *e.Suspended && e.Shutdown == wfv1.ShutdownStrategyStop }},
+		{"a status without our fields gives none", map[string]any{"phase": "Running"}, false,
+			func(e Extensions) bool { return e.Suspended == nil && e.AppliedActions == nil && e.ResultWaits == nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ext, err := FromUnstructured(workflow(tt.status))
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "wfguard status fields of workflow ns/w") {
+					t.Errorf("err = %v, want an error naming ns/w's wfguard status fields", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(ext) {
+				t.Errorf("extensions %+v", ext)
+			}
+		})
+	}
+}
+
 func crd(t *testing.T, statusSchema string) *unstructured.Unstructured {
 	t.Helper()
 	doc := `
