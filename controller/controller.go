@@ -335,7 +335,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		PVCs:                pvcControl{kube: c.kube},
 		PDBs:                pdbControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
-		ConfigMaps:          configMapSource{kube: c.kube},
+		ConfigMaps:          configMapSource{kube: c.kube, defaults: c.inf.artifactRepos.GetIndexer()},
 		Caches:              memoize.KubeConfigMaps{Kube: c.kube, FieldManager: updateOptions.FieldManager},
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Metrics:             c.custom,

@@ -55,12 +55,12 @@ func TestInformerFaultsReachEveryInformerAndWorkflowsStillComplete(t *testing.T)
 	mu.Lock()
 	slices.Sort(wrapped)
 	slices.Sort(handled)
-	// The parameter ConfigMaps' informer is only a cache (a parameter is read when its node starts): it is
-	// faulted like the others but has no event handler.
+	// The ConfigMaps' two informers (parameter ConfigMaps, read when a node starts, and artifact-repositories,
+	// read when a workflow starts) are only caches: faulted like the others, as configmaps, with no handler.
 	handledWant := []string{"pods", "workflowactions", "workflows", "workflowtaskresults"}
-	wrappedWant := []string{"configmaps", "pods", "workflowactions", "workflows", "workflowtaskresults"}
+	wrappedWant := []string{"configmaps", "configmaps", "pods", "workflowactions", "workflows", "workflowtaskresults"}
 	if !slices.Equal(wrapped, wrappedWant) || !slices.Equal(handled, handledWant) {
-		t.Errorf("list-watch seam saw %v and handler seam %v, want each of %v and %v once", wrapped, handled, wrappedWant, handledWant)
+		t.Errorf("list-watch seam saw %v and handler seam %v, want %v and %v", wrapped, handled, wrappedWant, handledWant)
 	}
 	mu.Unlock()
 	h := &env{t: t, ns: ns, argo: versioned.NewForConfigOrDie(cp.Config()), run: run}

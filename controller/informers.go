@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -84,6 +86,8 @@ type informerSet struct {
 	actions   cache.SharedIndexInformer
 	// configMaps are the parameter ConfigMaps (argo's label rule), read by valueFrom.configMapKeyRef.
 	configMaps cache.SharedIndexInformer
+	// artifactRepos are the ConfigMaps named artifact-repositories, read at every workflow's start.
+	artifactRepos cache.SharedIndexInformer
 }
 
 func (c *Controller) newInformers() (*informerSet, error) {
@@ -118,6 +122,20 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
 	if err := s.configMaps.SetTransform(stripManagedFields); err != nil {
 		return nil, fmt.Errorf("setting the configmaps informer transform: %w", err)
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", engine.DefaultArtifactRepositoriesConfigMap).String()
+	s.artifactRepos = cache.NewSharedIndexInformer(c.wrapListWatch("configmaps", &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return configMaps.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return configMaps.Watch(ctx, o)
+		},
+	}), &corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
+	if err := s.artifactRepos.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("setting the artifact-repositories informer transform: %w", err)
 	}
 
 	for name, inf := range map[string]cache.SharedIndexInformer{"workflows": s.workflows, "pods": s.pods, "workflowtaskresults": s.results} {
@@ -251,7 +269,7 @@ func (c *Controller) handler(resource string, h cache.ResourceEventHandler) cach
 }
 
 func (s *informerSet) start(stop <-chan struct{}) {
-	for _, inf := range []cache.SharedIndexInformer{s.workflows, s.pods, s.results, s.actions, s.configMaps} {
+	for _, inf := range []cache.SharedIndexInformer{s.workflows, s.pods, s.results, s.actions, s.configMaps, s.artifactRepos} {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -265,7 +283,8 @@ func (s *informerSet) shutdown() {
 }
 
 func (s *informerSet) synced() []cache.InformerSynced {
-	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced, s.actions.HasSynced, s.configMaps.HasSynced}
+	return []cache.InformerSynced{s.workflows.HasSynced, s.pods.HasSynced, s.results.HasSynced, s.actions.HasSynced, s.configMaps.HasSynced,
+		s.artifactRepos.HasSynced}
 }
 
 func (c *Controller) enqueueObject(obj any) {

@@ -19,9 +19,10 @@ import (
 	"github.com/wfguard/wfguard/internal/apierror"
 )
 
-// ConfigMapSource reads the ConfigMap an artifact repository reference names.
+// ConfigMapSource reads the ConfigMap an artifact repository reference names. It may answer from a cache
+// unless fresh is set: a cache's NotFound can trail a ConfigMap created a moment ago.
 type ConfigMapSource interface {
-	ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	ConfigMap(ctx context.Context, namespace, name string, fresh bool) (*corev1.ConfigMap, error)
 }
 
 const (
@@ -41,7 +42,7 @@ var errNoRepository = errors.New("no artifact repository")
 // namespace; without one, the namespace's artifact-repositories ConfigMap is used if it has its default
 // key; else the controller ConfigMap's artifactRepository, if any. An error is
 // argo's wording, for the workflow's Error message; an API error worth retrying is an *apiError.
-func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
+func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass, fresh bool) error {
 	wf := p.WF
 	if wf.Status.ArtifactRepositoryRef != nil {
 		return nil
@@ -51,7 +52,7 @@ func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
 	if ref != nil {
 		candidate.ArtifactRepositoryRef = wfv1.ArtifactRepositoryRef{ConfigMap: ref.ConfigMap, Key: ref.Key}
 	}
-	resolved, err := e.readArtifactRepository(ctx, candidate)
+	resolved, err := e.readArtifactRepository(ctx, candidate, fresh)
 	switch {
 	case errors.Is(err, errNoRepository) && ref != nil:
 		return fmt.Errorf("failed to resolve artifact repository: failed to find any artifact repository for artifact repository ref %q", ref.String())
@@ -72,12 +73,12 @@ func (e *Engine) resolveArtifactRepository(ctx context.Context, p *Pass) error {
 }
 
 // readArtifactRepository reads one candidate reference: errNoRepository when its ConfigMap or key is missing.
-func (e *Engine) readArtifactRepository(ctx context.Context, ref *wfv1.ArtifactRepositoryRefStatus) (*wfv1.ArtifactRepositoryRefStatus, error) {
+func (e *Engine) readArtifactRepository(ctx context.Context, ref *wfv1.ArtifactRepositoryRefStatus, fresh bool) (*wfv1.ArtifactRepositoryRefStatus, error) {
 	name := ref.GetConfigMapOr(DefaultArtifactRepositoriesConfigMap)
 	if e.ConfigMaps == nil {
 		return nil, errNoRepository
 	}
-	cm, err := e.ConfigMaps.ConfigMap(ctx, ref.Namespace, name)
+	cm, err := e.ConfigMaps.ConfigMap(ctx, ref.Namespace, name, fresh)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errNoRepository
@@ -208,7 +209,11 @@ func noRepositoryMessage(wf *wfv1.Workflow, found []string) string {
 // workflow was ended instead: the reference does not resolve (Error, argo's message), or output artifacts
 // have nowhere to go (Failed, naming them). A transient API error is returned for a retry.
 func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, error) {
-	if err := e.resolveArtifactRepository(ctx, p); err != nil {
+	resolve := func(fresh bool) (bool, error) {
+		err := e.resolveArtifactRepository(ctx, p, fresh)
+		if err == nil {
+			return true, nil
+		}
 		var api *apiError
 		if errors.As(err, &api) {
 			return false, fmt.Errorf("resolving the artifact repository of %s/%s: %w", p.WF.Namespace, p.WF.Name, err)
@@ -216,15 +221,35 @@ func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, er
 		e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
 		return false, nil
 	}
+	if ok, err := resolve(false); !ok || err != nil {
+		return ok, err
+	}
+	if artifactRepository(p.WF) != nil {
+		return true, nil
+	}
+	found := e.needingRepository(p)
+	if len(found) == 0 {
+		return true, nil
+	}
+	// Before failing for want of a repository, read past the cache: the namespace's ConfigMap may have
+	// been created just before the workflow.
+	p.WF.Status.ArtifactRepositoryRef = nil
+	if ok, err := resolve(true); !ok || err != nil {
+		return ok, err
+	}
 	if artifactRepository(p.WF) != nil {
 		return true, nil
 	}
 	defer p.useExecSpec()()
-	if found := needingRepository(p.WF); len(found) > 0 {
-		msg := "invalid spec: " + noRepositoryMessage(p.WF, found)
-		e.completeWorkflow(p, wfv1.WorkflowFailed, msg)
-		p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: msg})
-		return false, nil
-	}
-	return true, nil
+	msg := "invalid spec: " + noRepositoryMessage(p.WF, found)
+	e.completeWorkflow(p, wfv1.WorkflowFailed, msg)
+	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: msg})
+	return false, nil
+}
+
+// needingRepository is what in the workflow that runs (a workflowTemplateRef's merged spec) needs an
+// artifact repository.
+func (e *Engine) needingRepository(p *Pass) []string {
+	defer p.useExecSpec()()
+	return needingRepository(p.WF)
 }

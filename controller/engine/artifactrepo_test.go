@@ -19,16 +19,26 @@ import (
 // fakeConfigMaps serves ConfigMaps by namespace/name and counts reads.
 type fakeConfigMaps struct {
 	objects map[string]*corev1.ConfigMap
-	err     error
-	reads   int
+	// cached is what a read that allows the cache sees, when set: a cache that may trail objects.
+	cached     map[string]*corev1.ConfigMap
+	err        error
+	reads      int
+	freshReads int
 }
 
-func (f *fakeConfigMaps) ConfigMap(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+func (f *fakeConfigMaps) ConfigMap(_ context.Context, namespace, name string, fresh bool) (*corev1.ConfigMap, error) {
 	f.reads++
+	if fresh {
+		f.freshReads++
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
-	cm, ok := f.objects[namespace+"/"+name]
+	objects := f.objects
+	if !fresh && f.cached != nil {
+		objects = f.cached
+	}
+	cm, ok := objects[namespace+"/"+name]
 	if !ok {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
 	}
@@ -173,6 +183,37 @@ func TestTheArtifactRepositoryIsResolvedOnceAtStart(t *testing.T) {
 		}
 		if cms.reads != reads || wf.Status.ArtifactRepositoryRef.Default != tc.want.Default {
 			t.Errorf("%s: the repository was read again mid-run (%d reads)", tc.sentence, cms.reads-reads)
+		}
+	}
+}
+
+func TestACacheThatMissesTheNamespacesRepositoryIsReadPastOnlyBeforeFailing(t *testing.T) {
+	created := map[string]*corev1.ConfigMap{ // created a moment ago: not in the cache yet
+		"ns/artifact-repositories": repoConfigMap("ns", "artifact-repositories", "default-v1", map[string]string{"default-v1": s3Repo})}
+	noArtifacts := `  - {name: produce, container: {image: alpine, command: ["true"]}}`
+	for _, tc := range []struct {
+		sentence   string
+		objects    map[string]*corev1.ConfigMap
+		producer   string
+		freshReads int
+		phase      wfv1.WorkflowPhase
+		defaultRef bool // status.artifactRepositoryRef is argo's default rather than the ConfigMap
+	}{
+		{"a workflow that needs a repository finds the new ConfigMap past the cache", created, plainProducer, 1, wfv1.WorkflowRunning, false},
+		{"a workflow that needs none starts from the cache alone", created, noArtifacts, 0, wfv1.WorkflowRunning, true},
+		{"a workflow that needs one that is nowhere fails after one read past the cache", nil, plainProducer, 1, wfv1.WorkflowFailed, true},
+	} {
+		wf := artifactWorkflow(t, "", tc.producer)
+		cms := &fakeConfigMaps{objects: tc.objects, cached: map[string]*corev1.ConfigMap{}}
+		e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}, ConfigMaps: cms}
+		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Now(), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
+		if _, err := e.Start(p); err != nil {
+			t.Fatalf("%s: %v", tc.sentence, err)
+		}
+		ref := wf.Status.ArtifactRepositoryRef
+		if wf.Status.Phase != tc.phase || cms.freshReads != tc.freshReads || ref == nil || ref.Default != tc.defaultRef {
+			t.Errorf("%s: phase %s, %d reads past the cache, artifactRepositoryRef %+v; want %s, %d, default %t",
+				tc.sentence, wf.Status.Phase, cms.freshReads, ref, tc.phase, tc.freshReads, tc.defaultRef)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (e *Engine) semaphoreLimit(ctx context.Context, l synchronization.Lock) (in
 	if e.ConfigMaps == nil {
 		return 0, nil
 	}
-	cm, err := e.ConfigMaps.ConfigMap(ctx, l.Namespace, l.Name)
+	cm, err := e.ConfigMaps.ConfigMap(ctx, l.Namespace, l.Name, true) // a limit is read as it is now
 	switch {
 	case apierrors.IsNotFound(err):
 		return 0, nil
