@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -63,7 +64,15 @@ func (d *decodeCache) unchanged(key string, loaded *unstructured.Unstructured, w
 	d.mu.Lock()
 	e := d.byKey[key]
 	d.mu.Unlock()
-	return e != nil && e.loaded == loaded && equality.Semantic.DeepEqual(e.ext, *ext) && equality.Semantic.DeepEqual(e.wf, wf)
+	return e != nil && e.loaded == loaded && sameDecoded(e.ext, *ext) && sameDecoded(e.wf, wf)
+}
+
+// sameDecoded compares a pass's copy with the decoding it was copied from. An untouched copy is
+// reflect-equal, which is cheap to find and allocates nothing; apimachinery's semantic comparison (nil and
+// empty alike, Quantity and Time by value) called a registered function through reflection for every Time
+// and Quantity, and is only needed when the plain one finds a difference.
+func sameDecoded(a, b any) bool {
+	return reflect.DeepEqual(a, b) || equality.Semantic.DeepEqual(a, b)
 }
 
 // stored returns a copy of the workflow decoded from loaded, the copy a pass started from, without

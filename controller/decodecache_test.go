@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -106,4 +107,37 @@ func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestAPassCopyIsTheSameAsItsDecodingUnlessAFieldChanged(t *testing.T) {
+	decoded := func() *wfv1.Workflow {
+		wf := &wfv1.Workflow{}
+		wf.Status.Phase = wfv1.WorkflowRunning
+		wf.Status.StartedAt = metav1.NewTime(time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC))
+		wf.Status.Nodes = wfv1.Nodes{"n": {ID: "n", Phase: wfv1.NodeRunning}}
+		return wf
+	}
+	for _, tc := range []struct {
+		sentence string
+		change   func(*wfv1.Workflow)
+		same     bool
+	}{
+		{"an untouched copy is the same", func(*wfv1.Workflow) {}, true},
+		{"an empty map where the decoding had none is the same (the semantic rule)", func(wf *wfv1.Workflow) { wf.Labels = map[string]string{} }, true},
+		{"the same instant in another location is the same", func(wf *wfv1.Workflow) {
+			wf.Status.StartedAt = metav1.NewTime(wf.Status.StartedAt.In(time.FixedZone("CET", 3600)))
+		}, true},
+		{"a node's new phase is a change", func(wf *wfv1.Workflow) {
+			n := wf.Status.Nodes["n"]
+			n.Phase = wfv1.NodeSucceeded
+			wf.Status.Nodes["n"] = n
+		}, false},
+		{"a new message is a change", func(wf *wfv1.Workflow) { wf.Status.Message = "x" }, false},
+	} {
+		copied := decoded()
+		tc.change(copied)
+		if got := sameDecoded(decoded(), copied); got != tc.same {
+			t.Errorf("%s: sameDecoded = %t, want %t", tc.sentence, got, tc.same)
+		}
+	}
 }
