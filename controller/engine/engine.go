@@ -73,6 +73,8 @@ type Engine struct {
 	StatusFinalizer bool
 	// memoSaved are the memoized nodes (workflow UID/node ID) whose outputs this process saved.
 	memoSaved sync.Map
+	// resolved remembers template resolutions (processArgs).
+	resolved resolvedTemplates
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -517,7 +519,7 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		}()
 	}
 	globals := common.Parameters(p.globals())
-	resolved, err := common.ProcessArgs(tmpl, &args, globals, nil, false, p.WF.Namespace, p.configMaps())
+	resolved, err := e.processArgs(tmpl, args, globals, p.WF.Namespace, p.configMaps())
 	if err != nil {
 		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
 	}

@@ -52,7 +52,7 @@ func (e *Engine) enforceTimeout(ctx context.Context, p *Pass, n *wfv1.NodeStatus
 	if tmpl == nil || tmpl.Timeout == "" || n.Phase != wfv1.NodePending {
 		return nil
 	}
-	resolved, err := common.ProcessArgs(tmpl, &args, common.Parameters(p.globals()), nil, false, p.WF.Namespace, p.configMaps())
+	resolved, err := e.processArgs(tmpl, args, common.Parameters(p.globals()), p.WF.Namespace, p.configMaps())
 	if err == nil && opts.retryParams != nil {
 		resolved, err = common.SubstituteParams(resolved, common.Parameters(p.globals()), opts.retryParams)
 	}
