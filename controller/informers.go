@@ -124,16 +124,11 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		return nil, fmt.Errorf("setting the configmaps informer transform: %w", err)
 	}
 	byName := fields.OneTermEqualSelector("metadata.name", engine.DefaultArtifactRepositoriesConfigMap).String()
-	s.artifactRepos = cache.NewSharedIndexInformer(c.wrapListWatch("configmaps", &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
+	s.artifactRepos = cache.NewSharedIndexInformer(c.selectedListWatch("configmaps", func(o *metav1.ListOptions) { o.FieldSelector = byName },
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return configMaps.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return configMaps.Watch(ctx, o)
-		},
-	}), &corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
+		}, configMaps.Watch),
+		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
 	if err := s.artifactRepos.SetTransform(stripManagedFields); err != nil {
 		return nil, fmt.Errorf("setting the artifact-repositories informer transform: %w", err)
 	}
@@ -238,15 +233,20 @@ func (c *Controller) enqueueAction(obj any) {
 	}
 }
 
-// listWatch lists and watches with selector, through the WrapListWatch seam.
+// listWatch lists and watches with the label selector, through the WrapListWatch seam.
 func (c *Controller) listWatch(resource, selector string, list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.ListerWatcher {
+	return c.selectedListWatch(resource, func(o *metav1.ListOptions) { o.LabelSelector = selector }, list, watchFn)
+}
+
+// selectedListWatch lists and watches with the options select sets, through the WrapListWatch seam.
+func (c *Controller) selectedListWatch(resource string, sel func(*metav1.ListOptions), list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.ListerWatcher {
 	return c.wrapListWatch(resource, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
+			sel(&o)
 			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
+			sel(&o)
 			return watchFn(ctx, o)
 		},
 	})
