@@ -75,7 +75,9 @@ func TestOnlyOurOwnStatusFieldsDecodeAsExtensions(t *testing.T) {
 		{"a key that differs from ours only in case decides nothing", map[string]any{"Suspended": true, "SHUTDOWN": "Terminate"}, false,
 			func(e Extensions) bool { return e.Suspended == nil && e.Shutdown == "" }},
 		{"our fields beside argo's decode", map[string]any{"phase": "Running", "suspended": true, "shutdown": "Stop"}, false,
-			func(e Extensions) bool { return e.Suspended != nil && *e.Suspended && e.Shutdown == wfv1.ShutdownStrategyStop }},
+			func(e Extensions) bool {
+				return e.Suspended != nil && *e.Suspended && e.Shutdown == wfv1.ShutdownStrategyStop
+			}},
 		{"a status without our fields gives none", map[string]any{"phase": "Running"}, false,
 			func(e Extensions) bool { return e.Suspended == nil && e.AppliedActions == nil && e.ResultWaits == nil }},
 	}
