@@ -52,6 +52,15 @@ func (p *process) saveProfiles(ctx context.Context, cpu *profileCapture, pathPre
 	return fetchProfile(ctx, p.metricsURL, pathPrefix+"metrics.txt")
 }
 
+// saveEndHeapProfile saves a heap profile of p taken after a garbage collection (pathPrefix +
+// "end-heap.pprof"): what the controller still holds once a run is over. Nothing when p serves no profiles.
+func (p *process) saveEndHeapProfile(ctx context.Context, pathPrefix string) error {
+	if p.profileURL == "" {
+		return nil
+	}
+	return fetchProfile(ctx, p.profileURL+"heap?gc=1", pathPrefix+"end-heap.pprof")
+}
+
 // fetchProfile writes the body of url (a pprof endpoint) into path.
 func fetchProfile(ctx context.Context, url, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, cpuProfileSeconds*time.Second+time.Minute)

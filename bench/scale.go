@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -159,6 +160,9 @@ func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, er
 		return nil, err
 	}
 	if res.EndHeapInuseBytes, res.EndRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := p.saveEndHeapProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-")); err != nil {
 		return nil, err
 	}
 	res.PeakRSSBytes = max(res.PeakRSSBytes, res.EndRSSBytes)
