@@ -211,10 +211,15 @@ func noRepositoryMessage(wf *wfv1.Workflow, found []string) string {
 func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, error) {
 	resolve := func(fresh bool) (bool, error) {
 		err := e.resolveArtifactRepository(ctx, p, fresh)
+		var api *apiError
+		if err != nil && !fresh && !errors.As(err, &api) {
+			// A reference that does not resolve from the cache may name a ConfigMap created a moment ago.
+			p.WF.Status.ArtifactRepositoryRef = nil
+			err = e.resolveArtifactRepository(ctx, p, true)
+		}
 		if err == nil {
 			return true, nil
 		}
-		var api *apiError
 		if errors.As(err, &api) {
 			return false, fmt.Errorf("resolving the artifact repository of %s/%s: %w", p.WF.Namespace, p.WF.Name, err)
 		}

@@ -198,12 +198,15 @@ func TestACacheThatMissesTheNamespacesRepositoryIsReadPastOnlyBeforeFailing(t *t
 		freshReads int
 		phase      wfv1.WorkflowPhase
 		defaultRef bool // status.artifactRepositoryRef is argo's default rather than the ConfigMap
+		specRef    string
 	}{
-		{"a workflow that needs a repository finds the new ConfigMap past the cache", created, plainProducer, 1, wfv1.WorkflowRunning, false},
-		{"a workflow that needs none starts from the cache alone", created, noArtifacts, 0, wfv1.WorkflowRunning, true},
-		{"a workflow that needs one that is nowhere fails after one read past the cache", nil, plainProducer, 1, wfv1.WorkflowFailed, true},
+		{"a workflow that needs a repository finds the new ConfigMap past the cache", created, plainProducer, 1, wfv1.WorkflowRunning, false, ""},
+		{"a workflow that needs none starts from the cache alone", created, noArtifacts, 0, wfv1.WorkflowRunning, true, ""},
+		{"a workflow that needs one that is nowhere fails after one read past the cache", nil, plainProducer, 1, wfv1.WorkflowFailed, true, ""},
+		{"a reference to the new ConfigMap resolves past the cache", created, noArtifacts, 1, wfv1.WorkflowRunning, false,
+			"  artifactRepositoryRef: {configMap: artifact-repositories}"},
 	} {
-		wf := artifactWorkflow(t, "", tc.producer)
+		wf := artifactWorkflow(t, tc.specRef, tc.producer)
 		cms := &fakeConfigMaps{objects: tc.objects, cached: map[string]*corev1.ConfigMap{}}
 		e := &Engine{Pods: &recordingPods{created: map[string]*corev1.Pod{}}, ConfigMaps: cms}
 		p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Now(), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}

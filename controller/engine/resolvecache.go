@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -45,16 +46,18 @@ func (e *Engine) processArgs(tmpl *wfv1.Template, args wfv1.Arguments, globals c
 	return resolved, nil
 }
 
-// resolutionKey digests everything ProcessArgs reads: the template and arguments as JSON (the text its
-// substitution works on), the namespace, and the value of each variable a tag names. false when the result
-// may depend on more: a ConfigMap-backed input (the store's content), an expression tag (it may read any
-// variable, workflow.duration among them), a nested tag, or a named variable whose value holds a tag (the
-// second substitution pass would resolve it).
+// resolutionKey digests everything ProcessArgs reads for a steps or DAG template: the template and
+// arguments as JSON (the text its substitution works on), the namespace, and the value of each variable a
+// tag names. false when the result may depend on more: a ConfigMap-backed input or argument (the store's
+// content), an expression tag (it may read any variable, workflow.duration among them), a nested tag, or a
+// named variable whose value could make a tag for the second substitution pass.
 func resolutionKey(tmpl *wfv1.Template, args wfv1.Arguments, globals common.Parameters, namespace string) (string, bool) {
-	for _, p := range tmpl.Inputs.Parameters {
-		if p.ValueFrom != nil && p.ValueFrom.ConfigMapKeyRef != nil {
-			return "", false
-		}
+	if t := tmpl.GetType(); t != wfv1.TemplateTypeSteps && t != wfv1.TemplateTypeDAG {
+		return "", false // a pod's template is resolved once, when its node starts: nothing to save
+	}
+	fromConfigMap := func(p wfv1.Parameter) bool { return p.ValueFrom != nil && p.ValueFrom.ConfigMapKeyRef != nil }
+	if slices.ContainsFunc(tmpl.Inputs.Parameters, fromConfigMap) || slices.ContainsFunc(args.Parameters, fromConfigMap) {
+		return "", false // an argument without a value passes its valueFrom to the input
 	}
 	tmplJSON, err := json.Marshal(tmpl)
 	if err != nil {
@@ -76,23 +79,32 @@ func resolutionKey(tmpl *wfv1.Template, args wfv1.Arguments, globals common.Para
 	h := sha256.New()
 	write := func(parts ...string) {
 		for _, s := range parts {
+			var n [8]byte
+			binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
 			h.Write([]byte(s))
-			h.Write([]byte{0})
 		}
 	}
 	write(namespace, string(tmplJSON), string(argsJSON))
 	for _, name := range names {
 		v, found := globals[name]
-		if strings.Contains(v, "{{") {
+		if mayFormTag(v) {
 			return "", false
 		}
 		if found {
-			write(name, "=", v)
+			write(name, "set", v)
 		} else {
 			write(name, "unset")
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// mayFormTag reports whether a substituted value could make a tag the second substitution pass resolves:
+// one it holds, or one it forms with the braces of the text beside it.
+func mayFormTag(v string) bool {
+	return strings.Contains(v, "{{") || strings.Contains(v, "}}") ||
+		strings.HasPrefix(v, "{") || strings.HasSuffix(v, "{") || strings.HasPrefix(v, "}") || strings.HasSuffix(v, "}")
 }
 
 // tagNames appends the variable names of the {{...}} tags in s to names, as argo's substitution looks them

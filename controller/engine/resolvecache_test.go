@@ -5,6 +5,7 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	apiv1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 )
@@ -60,6 +61,21 @@ name: main
 inputs: {parameters: [{name: c, valueFrom: {configMapKeyRef: {name: cm, key: k}}}]}
 dag: {tasks: [{name: a, template: step}]}
 `, wfv1.Arguments{Parameters: []wfv1.Parameter{{Name: "c", Value: wfv1.AnyStringPtr("given")}}}, globals("w", "3.0"), 3},
+		{"an argument whose value comes from a ConfigMap: not remembered", `
+name: main
+inputs: {parameters: [{name: p}]}
+dag: {tasks: [{name: a, template: step}]}
+`, wfv1.Arguments{Parameters: []wfv1.Parameter{{Name: "p", ValueFrom: &wfv1.ValueFrom{ConfigMapKeyRef: &apiv1.ConfigMapKeySelector{
+			LocalObjectReference: apiv1.LocalObjectReference{Name: "cm"}, Key: "k"}}}}}, globals("w", "3.0"), 3},
+		{"a named variable whose value could form a tag with the text beside it: not remembered", `
+name: main
+dag: {tasks: [{name: a, template: step, arguments: {parameters: [{name: x, value: "{{workflow.parameters.brace}}{b}}"}]}}]}
+`, wfv1.Arguments{}, common.Parameters{"workflow.parameters.brace": "{"}, 3},
+		{"a pod's template is resolved once: not remembered", `
+name: step
+inputs: {parameters: [{name: p}]}
+container: {image: alpine, command: [echo, "{{inputs.parameters.p}}"]}
+`, args, globals("w", "3.0"), 3},
 		{"a nested tag: not remembered", `
 name: main
 dag: {tasks: [{name: a, template: step, arguments: {parameters: [{name: x, value: "{{a.{{workflow.name}}}}"}]}}]}
@@ -74,7 +90,7 @@ dag: {tasks: [{name: a, template: step, arguments: {parameters: [{name: x, value
 		if n := e.resolved.cache.Len(); n != tc.remembered {
 			t.Errorf("%s: %d resolutions remembered, want %d", tc.sentence, n, tc.remembered)
 		}
-		if got != nil && len(got.DAG.Tasks) > 0 { // the caller's changes stay its own
+		if got != nil && got.DAG != nil && len(got.DAG.Tasks) > 0 { // the caller's changes stay its own
 			got.DAG.Tasks[0].Name = "changed"
 			again, _ := e.processArgs(tmpl, tc.args, tc.globals, "ns", noParameterConfigMaps{})
 			if again.DAG.Tasks[0].Name == "changed" {
