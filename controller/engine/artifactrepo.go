@@ -209,40 +209,26 @@ func noRepositoryMessage(wf *wfv1.Workflow, found []string) string {
 // workflow was ended instead: the reference does not resolve (Error, argo's message), or output artifacts
 // have nowhere to go (Failed, naming them). A transient API error is returned for a retry.
 func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, error) {
-	resolve := func(fresh bool) (bool, error) {
-		err := e.resolveArtifactRepository(ctx, p, fresh)
-		var api *apiError
-		if err != nil && !fresh && !errors.As(err, &api) {
-			// A reference that does not resolve from the cache may name a ConfigMap created a moment ago.
-			p.WF.Status.ArtifactRepositoryRef = nil
-			err = e.resolveArtifactRepository(ctx, p, true)
-		}
-		if err == nil {
-			return true, nil
-		}
-		if errors.As(err, &api) {
-			return false, fmt.Errorf("resolving the artifact repository of %s/%s: %w", p.WF.Namespace, p.WF.Name, err)
-		}
+	var api *apiError
+	err := e.resolveArtifactRepository(ctx, p, false)
+	if (err != nil && !errors.As(err, &api)) || (err == nil && artifactRepository(p.WF) == nil && len(e.needingRepository(p)) > 0) {
+		// What the cache gave does not resolve, or leaves artifacts nowhere to go: read past it before
+		// failing, the ConfigMap may have been created just before the workflow.
+		p.WF.Status.ArtifactRepositoryRef = nil
+		err = e.resolveArtifactRepository(ctx, p, true)
+	}
+	if errors.As(err, &api) {
+		return false, fmt.Errorf("resolving the artifact repository of %s/%s: %w", p.WF.Namespace, p.WF.Name, err)
+	}
+	if err != nil {
 		e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
 		return false, nil
-	}
-	if ok, err := resolve(false); !ok || err != nil {
-		return ok, err
 	}
 	if artifactRepository(p.WF) != nil {
 		return true, nil
 	}
 	found := e.needingRepository(p)
 	if len(found) == 0 {
-		return true, nil
-	}
-	// Before failing for want of a repository, read past the cache: the namespace's ConfigMap may have
-	// been created just before the workflow.
-	p.WF.Status.ArtifactRepositoryRef = nil
-	if ok, err := resolve(true); !ok || err != nil {
-		return ok, err
-	}
-	if artifactRepository(p.WF) != nil {
 		return true, nil
 	}
 	defer p.useExecSpec()()
