@@ -247,3 +247,11 @@ func (e *env) runs(name string) bool {
 	}
 	return false
 }
+
+// machineCPU is the CPU time so far of the processes a run shares the machine with: the control plane's
+// components and the bench process.
+func (e *env) machineCPU() (map[string]float64, error) {
+	pids := e.cp.Components()
+	pids[benchProcess] = os.Getpid()
+	return cpuByProcess(pids)
+}

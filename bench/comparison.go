@@ -90,6 +90,16 @@ func (r *Report) comparison() []ComparisonRow {
 		perRaw("writes per pod", fmt.Sprintf("%.2f", raw.WritesPerPod), fmt.Sprintf("%.2f", pipe.WritesPerPod),
 			tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.WritesPerPod) }))
 		per("CPU s per 1,000 pods (controller process)", notApplicable, tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.CPUSecondsPer1000) }))
+		processes := map[string]bool{}
+		for _, s := range append([]RunStats{raw, pipe}, controllerStats(t)...) {
+			for name := range s.MachineCPUSeconds {
+				processes[name] = true
+			}
+		}
+		for _, name := range sorted(processes) {
+			cell := func(s RunStats) string { return machineCPUCell(s, name, t.podsMeasured()) }
+			perRaw("CPU s per 1,000 pods (cores busy): "+name, cell(raw), cell(pipe), tp(func(ct ControllerThroughput) string { return cell(ct.RunStats) }))
+		}
 		calls := map[string]bool{}
 		for _, s := range append([]RunStats{raw, pipe}, controllerStats(t)...) {
 			for _, c := range s.Calls {
@@ -226,4 +236,14 @@ func writeComparison(w io.Writer, rows []ComparisonRow) {
 			return
 		}
 	}
+}
+
+// machineCPUCell is one process's CPU time over a subject's runs per 1,000 pods, and the cores it kept busy
+// on average ("-" when not measured).
+func machineCPUCell(s RunStats, process string, pods int) string {
+	cpu, ok := s.MachineCPUSeconds[process]
+	if !ok || pods <= 0 || s.Seconds <= 0 {
+		return notApplicable
+	}
+	return fmt.Sprintf("%.2f (%.2f)", cpu*1000/float64(pods), cpu/s.Seconds)
 }

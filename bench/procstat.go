@@ -71,3 +71,20 @@ func parseRSSBytes(status string) (float64, error) {
 	}
 	return 0, fmt.Errorf("parsing /proc status: no VmRSS line")
 }
+
+// benchProcess names the bench's own process in a run's machine CPU: the simulated node, the observers,
+// the proxies and, in their runs, the raw clients all run in it.
+const benchProcess = "bench process"
+
+// cpuByProcess reads the CPU time so far of each named process.
+func cpuByProcess(pids map[string]int) (map[string]float64, error) {
+	out := make(map[string]float64, len(pids))
+	for name, pid := range pids {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = s
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,17 @@ func TestMemorySettles(t *testing.T) {
 				t.Errorf("settled(%v) = %v, want %v", tc.samples, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCPUByProcessNamesEachProcessAndTheOneItCouldNotRead(t *testing.T) {
+	got, err := cpuByProcess(map[string]int{benchProcess: os.Getpid()})
+	// A process may not have used a clock tick yet: zero is a reading, a missing key is not.
+	if cpu, ok := got[benchProcess]; err != nil || len(got) != 1 || !ok || cpu < 0 {
+		t.Errorf("this test's own process: %v, %v; want its one reading", got, err)
+	}
+	// PID_MAX_LIMIT is 2^22: no process has a larger ID.
+	if _, err := cpuByProcess(map[string]int{"kube-apiserver": 1<<22 + 1}); err == nil || !strings.Contains(err.Error(), "kube-apiserver") {
+		t.Errorf("a process that is gone: err %v, want one naming it", err)
 	}
 }

@@ -81,6 +81,10 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 		defer events.Shutdown()
 		c.recorder = recorder
 	}
+	machineBefore, err := e.machineCPU()
+	if err != nil {
+		return RunStats{}, err
+	}
 	begin := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -103,6 +107,10 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err := obs.waitWorkflows(runCtx, wfs); err != nil {
 		return RunStats{}, err
 	}
+	machineAfter, err := e.machineCPU()
+	if err != nil {
+		return RunStats{}, err
+	}
 	elapsed := obs.lastCompleted(wfs).Sub(begin)
 	chain := obs.chainTimes(begin, wfs)
 	if err := settleEvents(runCtx, calls); err != nil {
@@ -111,7 +119,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	hops := obs.schedulingLatencies(predecessor)
 	return RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain}, nil
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore)}, nil
 }
 
 // rawClients are the raw client's API clients, counted; recorder is set for the pipeline writes.

@@ -20,14 +20,17 @@ func sampleReport(controllers ...string) *Report {
 		Latency: map[string]*LatencyResult{}, Actions: map[string]*ActionsResult{}, LateResults: map[string]*LateResultsResult{},
 		Memory: map[string]*MemoryResult{}}
 	r.Throughput = &ThroughputResult{Workflows: 10, Pods: 50, Controllers: map[string]*ControllerThroughput{},
-		Raw: RunStats{WorkflowsPerSec: 4, PodsPerSec: 20, WritesPerPod: 3.4, Calls: []APICall{{Call: "create pods", Total: 50, PerPod: 1}}},
-		RawPipeline: RunStats{WorkflowsPerSec: 5, PodsPerSec: 25, WritesPerPod: 7, HopLatency: Latencies{Count: 40, P50Ms: 50, P99Ms: 250},
-			Calls: []APICall{{Call: "create pods", Total: 50, PerPod: 1}, {Call: "create events", Total: 100, PerPod: 2}}}}
+		Raw: RunStats{Seconds: 2.5, WorkflowsPerSec: 4, PodsPerSec: 20, WritesPerPod: 3.4, Calls: []APICall{{Call: "create pods", Total: 50, PerPod: 1}},
+			MachineCPUSeconds: map[string]float64{"kube-apiserver": 2}},
+		RawPipeline: RunStats{Seconds: 2, WorkflowsPerSec: 5, PodsPerSec: 25, WritesPerPod: 7, HopLatency: Latencies{Count: 40, P50Ms: 50, P99Ms: 250},
+			MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5},
+			Calls:             []APICall{{Call: "create pods", Total: 50, PerPod: 1}, {Call: "create events", Total: 100, PerPod: 2}}}}
 	for i, c := range controllers {
 		k := float64(i + 1) // wfguard 1, argo 2
 		r.Latency[c] = &LatencyResult{All: Latencies{Count: 17, P50Ms: 10 * k, P99Ms: 100 * k}}
-		run := ControllerRun{RunStats: RunStats{WorkflowsPerSec: 4 / k, PodsPerSec: 20 / k, HopLatency: Latencies{Count: 40, P50Ms: 40 * k, P99Ms: 300 * k}, Calls: []APICall{
-			{Call: "create pods", Total: 50, PerPod: 1}, {Call: fmt.Sprintf("patch pods"), Total: int(50 * k), PerPod: k}}},
+		run := ControllerRun{RunStats: RunStats{Seconds: 2.5 * k, WorkflowsPerSec: 4 / k, PodsPerSec: 20 / k, HopLatency: Latencies{Count: 40, P50Ms: 40 * k, P99Ms: 300 * k}, Calls: []APICall{
+			{Call: "create pods", Total: 50, PerPod: 1}, {Call: fmt.Sprintf("patch pods"), Total: int(50 * k), PerPod: k}},
+			MachineCPUSeconds: map[string]float64{"kube-apiserver": 2 * k, "etcd": k}},
 			CPUSecondsPer1000: 3 * k, Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 10}}
 		if c == ControllerWFGuard {
 			run.Counters = map[string]float64{"wfguard_pods_created_total": 50, "wfguard_pod_finalizers_released_total{reason=persisted}": 50}
@@ -71,6 +74,8 @@ func TestTheComparisonTable(t *testing.T) {
 		{"each call of any column gets a row, 0.00 where a column made none", both, "API calls per pod: patch pods", "1.00", "2.00", "0.00", "0.00"},
 		{"the pipeline-writes raw client's Events get their row", both, "API calls per pod: create events", "0.00", "0.00", "0.00", "2.00"},
 		{"CPU per 1,000 pods is the controllers' alone", both, "CPU s per 1,000 pods (controller process)", "3.00", "6.00", "-", "-"},
+		{"the API server's CPU is charged per 1,000 pods to every subject, with the cores it kept busy", both, "CPU s per 1,000 pods (cores busy): kube-apiserver", "40.00 (0.80)", "80.00 (0.80)", "40.00 (0.80)", "30.00 (0.75)"},
+		{"a process a subject's runs did not measure has a dash", both, "CPU s per 1,000 pods (cores busy): etcd", "20.00 (0.40)", "40.00 (0.40)", "-", "-"},
 		{"scheduling latency has no raw figure", both, "scheduling latency p50 / p99", "10.0 / 100.0 ms (n=17)", "20.0 / 200.0 ms (n=17)", "-", "-"},
 		{"lost outputs are counted per controller", both, "late results (30 s watch delay): outputs lost", "0 of 12 pods", "3 of 12 pods", "-", "-"},
 		{"a heap argo did not report reads n/a", both, "heap in use, 10000 workflows cached (baseline)", "50.0 MiB (n/a)", "n/a (n/a)", "-", "-"},

@@ -51,6 +51,12 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 			chains = append(chains, *r.Chain)
 		}
 		out.hops = append(out.hops, r.hops...)
+		for name, cpu := range r.MachineCPUSeconds {
+			if out.MachineCPUSeconds == nil {
+				out.MachineCPUSeconds = map[string]float64{}
+			}
+			out.MachineCPUSeconds[name] += cpu
+		}
 		for _, c := range r.Calls {
 			summed.counts[c.Call] += c.Total
 			summed.bytes[c.Call] += c.RequestBytes

@@ -40,14 +40,16 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 	reads := func(v float64) *float64 { return &v }
 	// Two rounds of 2 workflows × 2 pods: 4 pods in 2 s, then 4 pods in 6 s.
 	first := ControllerRun{RunStats: RunStats{Seconds: 2, PodsPerSec: 2, hops: hops(100, 200),
-		Calls: []APICall{{Call: "create pods", Total: 4, RequestBytes: 4000}, {Call: "get configmaps", Total: 2}},
-		Chain: &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 100}, Slowest: ChainTimes{HopsMs: 200}}},
+		Calls:             []APICall{{Call: "create pods", Total: 4, RequestBytes: 4000}, {Call: "get configmaps", Total: 2}},
+		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 100}, Slowest: ChainTimes{HopsMs: 200}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5}},
 		CPUSeconds: 1, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(0),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 2}}
 	first.HopLatency = summarize(first.hops)
 	second := ControllerRun{RunStats: RunStats{Seconds: 6, PodsPerSec: 4.0 / 6, hops: hops(300, 400),
-		Calls: []APICall{{Call: "create pods", Total: 5, RequestBytes: 5500}, {Call: "patch pods", Total: 4}},
-		Chain: &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 300}, Slowest: ChainTimes{HopsMs: 400}}},
+		Calls:             []APICall{{Call: "create pods", Total: 5, RequestBytes: 5500}, {Call: "patch pods", Total: 4}},
+		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 300}, Slowest: ChainTimes{HopsMs: 400}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 2.5, "etcd": 1}},
 		CPUSeconds: 3, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(1),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 1, wfv1.WorkflowFailed: 1}}
 	second.HopLatency = summarize(second.hops)
@@ -72,6 +74,8 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 		{"a call of one round only is kept", float64(total(got.Calls, "get configmaps")), 2},
 		{"per-pod rates are over every round's pods", perPod(got.Calls, "patch pods"), 4.0 / 8},
 		{"request bytes are summed per call", float64(requestBytes(got.Calls, "create pods")), 9500},
+		{"the machine's CPU adds up by process", got.MachineCPUSeconds["kube-apiserver"], 4},
+		{"a process of one round only is kept", got.MachineCPUSeconds["etcd"], 1},
 		{"a chain's mean hops are over both rounds' workflows", got.Chain.Mean.HopsMs, 200},
 		{"the slowest chain is the rounds' slowest, averaged", got.Chain.Slowest.HopsMs, 300},
 	}

@@ -28,6 +28,11 @@ type RunStats struct {
 	Rounds []Round `json:"rounds,omitempty"`
 	// Chain splits the chains' time into the controller's and the node's parts (chain workflows only).
 	Chain *ChainBreakdown `json:"chain,omitempty"`
+	// MachineCPUSeconds is the CPU time the other processes on the machine used over the run (submit →
+	// last completion), by process: the API server and etcd serve every subject, and the bench process
+	// holds the simulated node, the observers, the proxies and the raw clients. On a saturated machine
+	// what a controller costs them slows its pods.
+	MachineCPUSeconds map[string]float64 `json:"machineCpuSeconds,omitempty"`
 
 	hops []time.Duration // the samples behind HopLatency, for merging rounds
 }
@@ -176,6 +181,10 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
+	machineBefore, err := e.machineCPU()
+	if err != nil {
+		return ControllerRun{}, "", err
+	}
 	var cpuProfile *profileCapture
 	if prefix == "bench-throughput-"+c { // the throughput scenario only: late results run the same code
 		cpuProfile = p.startCPUProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-cpu.pprof"))
@@ -190,6 +199,10 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	defer cancel()
 	if err := obs.waitWorkflows(waitCtx, names(wfs)); err != nil {
 		return ControllerRun{}, "", p.failed(err)
+	}
+	machineAfter, err := e.machineCPU()
+	if err != nil {
+		return ControllerRun{}, "", err
 	}
 	elapsed := obs.lastCompleted(names(wfs)).Sub(begin)
 	chain := obs.chainTimes(begin, names(wfs))
@@ -211,7 +224,7 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain},
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore)},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
 		// A release's watch event can beat the PATCH response the controller counts it from.

@@ -10,10 +10,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -252,13 +254,19 @@ func (cp *ControlPlane) Dir() string { return cp.dir }
 
 // Pids lists the process IDs of the running components.
 func (cp *ControlPlane) Pids() []int {
-	var pids []int
-	for _, p := range []*Process{cp.etcd, cp.apiserver, cp.kcm} {
+	return slices.Sorted(maps.Values(cp.Components()))
+}
+
+// Components maps each running component's name (etcd, kube-apiserver, kube-controller-manager) to its
+// process ID.
+func (cp *ControlPlane) Components() map[string]int {
+	out := map[string]int{}
+	for name, p := range map[string]*Process{"etcd": cp.etcd, "kube-apiserver": cp.apiserver, "kube-controller-manager": cp.kcm} {
 		if p != nil {
-			pids = append(pids, p.Pid())
+			out[name] = p.Pid()
 		}
 	}
-	return pids
+	return out
 }
 
 // Stop terminates every component (controller-manager, apiserver, then etcd), checks that no process is
