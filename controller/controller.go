@@ -88,6 +88,10 @@ type Options struct {
 	// (status.compressedNodes) and above which, even compressed, the workflow is ended Error instead
 	// (default extstatus.DefaultMaxWorkflowSize, 1 MiB as argo's MAX_WORKFLOW_SIZE).
 	MaxWorkflowSize int
+	// KubeAPIContentType is how requests and responses for Kubernetes' own kinds are encoded (default
+	// protobuf, as kube-controller-manager's: its pod watch events decode several times faster than JSON).
+	// Argo's custom resources are JSON whatever it says.
+	KubeAPIContentType string
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -215,7 +219,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
 		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
-	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
+	if c.kube, err = kubernetes.NewForConfig(kubeClientConfig(config, opts.KubeAPIContentType)); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	if c.argo, err = versioned.NewForConfig(config); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,6 +49,7 @@ type controllerFlags struct {
 	passDeadline       time.Duration
 	maxWorkflowSize    int
 	burst              int
+	kubeContentType    string
 	executorImage      string
 	instanceID         string
 	configMap          string
@@ -78,6 +80,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.IntVar(&f.cronWorkers, "cron-workflow-workers", 8, "number of CronWorkflow reconcile workers (0 turns CronWorkflows off)")
 	fs.Float64Var(&f.qps, "qps", 20, "API client queries per second")
 	fs.IntVar(&f.burst, "burst", 30, "API client burst")
+	fs.StringVar(&f.kubeContentType, "kube-api-content-type", runtime.ContentTypeProtobuf,
+		"content type of requests for Kubernetes' own kinds (pods, events, ConfigMaps...): "+runtime.ContentTypeProtobuf+" or "+runtime.ContentTypeJSON+" (argo's custom resources are always JSON)")
 	fs.StringVar(&f.executorImage, "executor-image", "", "argoexec image for the init and wait containers (overrides the ConfigMap's executor.image; default "+podspec.DefaultExecutorImage+")")
 	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id> (overrides the ConfigMap's instanceID)")
 	fs.StringVar(&f.configMap, "configmap", controllerconfig.DefaultName, "name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo)")
@@ -120,6 +124,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if err := f.faultFlags.check(); err != nil {
 		return nil, err
+	}
+	if f.kubeContentType != runtime.ContentTypeProtobuf && f.kubeContentType != runtime.ContentTypeJSON {
+		return nil, fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", runtime.ContentTypeProtobuf, runtime.ContentTypeJSON, f.kubeContentType)
 	}
 	if f.maxWorkflowSize <= 0 {
 		return nil, fmt.Errorf("--max-workflow-size must be positive, got %d", f.maxWorkflowSize)
@@ -275,6 +282,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		StatusCoalesceWindow: f.coalesceWindow,
 		PassDeadline:         f.passDeadline,
 		MaxWorkflowSize:      f.maxWorkflowSize,
+		KubeAPIContentType:   f.kubeContentType,
 		Logger:               log, Registry: registry,
 		ArgoMetrics: argoMetrics,
 	}

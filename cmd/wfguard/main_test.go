@@ -60,6 +60,9 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"controller -h lists the pass deadline", []string{"controller", "-h"}, 0, "-pass-deadline"},
 		{"negative cron workers are refused", []string{"controller", "--cron-workflow-workers=-1"}, 2, "--cron-workflow-workers must not be negative, got -1"},
 		{"controller -h lists the cron workers", []string{"controller", "-h"}, 0, "-cron-workflow-workers"},
+		{"a content type the API server does not speak is named", []string{"controller", "--kube-api-content-type=application/yaml"}, 2,
+			`--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "application/yaml"`},
+		{"controller -h lists the content type", []string{"controller", "-h"}, 0, "-kube-api-content-type"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
