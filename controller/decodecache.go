@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -58,21 +57,17 @@ func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Wo
 	return e.wf.DeepCopy(), copyExtensions(e.ext), e.loaded, nil
 }
 
-// unchanged reports whether a pass left the workflow and extensions as decoded from loaded, so persisting
-// needs no encoding at all.
+// unchanged reports whether a pass left the workflow and extensions exactly as decoded from loaded, so
+// persisting needs no encoding at all. Exactly: a copy that differs only where apimachinery's semantic
+// comparison would call it equal (an empty map for none, an instant in another location) is found unchanged
+// by persist's comparison of the encoded objects instead. That semantic walk here, run on every pass that
+// did change something, cost 4.5% of the controller's CPU in the throughput scenario and never once
+// decided a pass there (0 of ~1,500 differing passes).
 func (d *decodeCache) unchanged(key string, loaded *unstructured.Unstructured, wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
 	d.mu.Lock()
 	e := d.byKey[key]
 	d.mu.Unlock()
-	return e != nil && e.loaded == loaded && sameDecoded(e.ext, *ext) && sameDecoded(e.wf, wf)
-}
-
-// sameDecoded compares a pass's copy with the decoding it was copied from. An untouched copy is
-// reflect-equal, which is cheap to find and allocates nothing; apimachinery's semantic comparison (nil and
-// empty alike, Quantity and Time by value) called a registered function through reflection for every Time
-// and Quantity, and is only needed when the plain one finds a difference.
-func sameDecoded(a, b any) bool {
-	return reflect.DeepEqual(a, b) || equality.Semantic.DeepEqual(a, b)
+	return e != nil && e.loaded == loaded && reflect.DeepEqual(e.ext, *ext) && reflect.DeepEqual(e.wf, wf)
 }
 
 // stored returns a copy of the workflow decoded from loaded, the copy a pass started from, without
