@@ -134,28 +134,30 @@ type Hooks struct {
 
 // Controller reconciles workflows through one serialized per-key pipeline.
 type Controller struct {
-	opts     Options
-	log      *slog.Logger
-	clock    clock.WithTicker
-	kube     kubernetes.Interface
-	argo     versioned.Interface
-	dynamic  dynamic.Interface
-	actions  *actionsv1.Client
-	drainer  *actions.Drainer   // the action seam of each pass
-	actionGC *actions.Collector // deletes expired actions
-	queue    workqueue.TypedRateLimitingInterface[string]
-	inf      *informerSet
-	engine   *engine.Engine
-	locks    *synchronization.Manager
-	throttle *throttle.Throttle   // parallelism / namespaceParallelism of the controller config
-	retain   *retention.Collector // retentionPolicy of the controller config
-	releaser *podfinalizer.Releaser
-	results  *taskresult.Observer
-	podgc    *podgc.Collector
-	custom   *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
-	recorder record.EventRecorder
-	events   record.EventBroadcaster
-	metrics  *metrics
+	opts  Options
+	log   *slog.Logger
+	clock clock.WithTicker
+	kube  kubernetes.Interface
+	// workflowsREST is the dynamic client's REST client, which decodes the API server's errors as it does.
+	workflowsREST rest.Interface
+	argo          versioned.Interface
+	dynamic       dynamic.Interface
+	actions       *actionsv1.Client
+	drainer       *actions.Drainer   // the action seam of each pass
+	actionGC      *actions.Collector // deletes expired actions
+	queue         workqueue.TypedRateLimitingInterface[string]
+	inf           *informerSet
+	engine        *engine.Engine
+	locks         *synchronization.Manager
+	throttle      *throttle.Throttle   // parallelism / namespaceParallelism of the controller config
+	retain        *retention.Collector // retentionPolicy of the controller config
+	releaser      *podfinalizer.Releaser
+	results       *taskresult.Observer
+	podgc         *podgc.Collector
+	custom        *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
+	recorder      record.EventRecorder
+	events        record.EventBroadcaster
+	metrics       *metrics
 
 	ready   atomic.Bool
 	started atomic.Bool
@@ -225,9 +227,14 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.argo, err = versioned.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the argo client: %w", err)
 	}
-	if c.dynamic, err = dynamic.NewForConfig(config); err != nil {
+	// One REST client, one rate limiter, for the dynamic client and the workflow updates made with it
+	// directly (putWorkflow): the dynamic client's own construction, with the client kept.
+	workflowsConfig := dynamic.ConfigFor(config)
+	workflowsConfig.GroupVersion, workflowsConfig.APIPath = nil, ""
+	if c.workflowsREST, err = rest.UnversionedRESTClientFor(workflowsConfig); err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
+	c.dynamic = dynamic.New(c.workflowsREST)
 	if c.actions, err = actionsv1.NewForConfig(config); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"log/slog"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -10,7 +12,8 @@ import (
 
 func TestAPassStartsFromTheNewerOfTheCacheCopyAndOurLastWrite(t *testing.T) {
 	copyAt := func(rv string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "wf", "namespace": "ns"}}}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+			"metadata": map[string]any{"name": "wf", "namespace": "ns"}}}
 		u.SetUID("u")
 		u.SetResourceVersion(rv)
 		return u
@@ -41,7 +44,7 @@ func TestAPassStartsFromTheNewerOfTheCacheCopyAndOurLastWrite(t *testing.T) {
 	cases = append(cases, overtaken)
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			c := &Controller{written: map[types.UID]lastWrite{},
+			c := &Controller{written: map[types.UID]lastWrite{}, log: slog.New(slog.DiscardHandler),
 				inf: &informerSet{workflows: cache.NewSharedIndexInformer(nil, &unstructured.Unstructured{}, 0, cache.Indexers{})}}
 			if tc.cacheFirst != "" {
 				if err := c.inf.workflows.GetIndexer().Add(copyAt(tc.cacheFirst)); err != nil {
@@ -49,8 +52,8 @@ func TestAPassStartsFromTheNewerOfTheCacheCopyAndOurLastWrite(t *testing.T) {
 				}
 			}
 			if tc.wrote != "" {
-				stored := copyAt(tc.wrote)
-				stored.SetManagedFields(nil)
+				stored := copyAt(tc.wrote) // as the API server answers: with managedFields
+				stored.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "wfguard-controller", Operation: metav1.ManagedFieldsOperationUpdate}})
 				c.recordWrite(stored)
 			}
 			if tc.cacheFirst != "" && c.written["u"].stored != nil {
@@ -72,6 +75,9 @@ func TestAPassStartsFromTheNewerOfTheCacheCopyAndOurLastWrite(t *testing.T) {
 				return
 			case !ok:
 				t.Fatalf("the pass was skipped, want it to start from rv %s", tc.wantRV)
+			}
+			if len(got.GetManagedFields()) > 0 {
+				t.Errorf("the pass's copy carries managedFields, which the informer's copies never do")
 			}
 			if got.GetResourceVersion() != tc.wantRV || (got != cached) != tc.wantOurs {
 				t.Errorf("started from rv %s (our stored object: %v), want rv %s (ours: %v)", got.GetResourceVersion(), got != cached, tc.wantRV, tc.wantOurs)

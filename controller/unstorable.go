@@ -52,7 +52,6 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 	c.log.Warn("the workflow's status cannot be stored; ending it Error", "workflow", p.key, "err", cause)
 	message := "workflow status cannot be stored: " + truncate.String(cause.Error(), maxCauseInMessage)
 	engine.EndWithError(&p.Pass, message, "stopped: the workflow status cannot be stored")
-	client := c.dynamic.Resource(workflowsResource).Namespace(p.WF.Namespace)
 	attempts := []struct {
 		note  string
 		strip func(*wfv1.Workflow)
@@ -80,12 +79,12 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		if i == len(attempts)-1 {
 			limit = math.MaxInt // the API server decides the last try: the spec it stored is not ours to cut
 		}
-		fitted, err := extstatus.Fit(u, limit)
+		fitted, body, err := extstatus.Fit(u, limit)
 		if err != nil {
 			last = err
 			continue
 		}
-		updated, err := client.Update(ctx, fitted, updateOptions)
+		stored, err := c.putWorkflow(ctx, fitted, body)
 		if _, permanent := classifyWriteError(err); permanent {
 			last = err
 			continue
@@ -93,7 +92,7 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		if err != nil {
 			return dropped, fmt.Errorf("ending workflow %s Error because its status cannot be stored: %w", p.key, err)
 		}
-		c.recordWrite(updated)
+		c.recordStored(stored)
 		c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
 		p.WF = wf
 		// The pass's own Events announce what was not stored; these say what was. WorkflowFailed is argo's

@@ -31,8 +31,8 @@ func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Fit(small, DefaultMaxWorkflowSize); err != nil || got != small {
-		t.Errorf("a workflow under the limit is written as it is: %v", err)
+	if got, body, err := Fit(small, DefaultMaxWorkflowSize); err != nil || got != small || !encodes(t, body, small) {
+		t.Errorf("a workflow under the limit is written as it is, its body its encoding: %v", err)
 	}
 
 	large, err := ToUnstructured(workflowWithNodes(10000), Extensions{})
@@ -41,9 +41,12 @@ func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
 	}
 	data, _ := large.MarshalJSON()
 	limit := len(data) / 2
-	fitted, err := Fit(large, limit)
+	fitted, body, err := Fit(large, limit)
 	if err != nil {
 		t.Fatalf("10,000 nodes compress under half their size: %v", err)
+	}
+	if len(body) > limit || !encodes(t, body, fitted) {
+		t.Errorf("the body to send is not the compressed workflow's encoding under the limit (%d bytes)", len(body))
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(fitted.Object, "status", "nodes"); found {
 		t.Error("a compressed workflow still has status.nodes")
@@ -76,11 +79,11 @@ func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	unstructured.RemoveNestedField(bare.Object, "status", "nodes")
-	if got, err := Fit(bare, 10); err != nil || got != bare {
+	if got, body, err := Fit(bare, 10); err != nil || got != bare || !encodes(t, body, bare) {
 		t.Errorf("an object without nodes over the limit is left to the API server: %v", err)
 	}
 
-	_, err = Fit(large, 1000)
+	_, _, err = Fit(large, 1000)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 1000") {
 		t.Errorf("a workflow over the limit even compressed: err = %v, want ErrTooLarge with the sizes", err)
 	}
@@ -110,4 +113,14 @@ func TestCompressedNodesThatDoNotDecodeAreAnErrorNotAPanic(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to say %q", tc.sentence, err, tc.want)
 		}
 	}
+}
+
+// encodes reports whether body is u's encoding.
+func encodes(t *testing.T, body []byte, u *unstructured.Unstructured) bool {
+	t.Helper()
+	want, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(body, want)
 }
