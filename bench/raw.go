@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wfguard/wfguard/bench/workload"
+	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
@@ -58,10 +59,12 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	}
 	defer proxy.close()
 	config := &rest.Config{Host: proxy.URL(), QPS: float32(e.opts.QPS), Burst: e.opts.Burst}
+	// Pods in protobuf, as wfguard's and the node's clients ask for them.
+	kubeConfig := controller.KubeClientConfig(config, "")
 	// It learns of pods and results through a watch of its own, as a controller does. Reacting to the
 	// measuring observer's own events would leave that watch's delivery out of its hops, and charge it to
 	// every controller alone.
-	watched, err := startObserver(ctx, kubernetes.NewForConfigOrDie(config), versioned.NewForConfigOrDie(config), ns)
+	watched, err := startObserver(ctx, kubernetes.NewForConfigOrDie(kubeConfig), versioned.NewForConfigOrDie(config), ns)
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -72,7 +75,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	}
 	defer node.Stop()
 	calls.reset() // the controllers' counts start after their caches synced, too
-	c := rawClients{kube: kubernetes.NewForConfigOrDie(config), argo: versioned.NewForConfigOrDie(config)}
+	c := rawClients{kube: kubernetes.NewForConfigOrDie(kubeConfig), argo: versioned.NewForConfigOrDie(config)}
 	if mode == rawPipeline {
 		events, recorder, err := rawRecorder(c.kube)
 		if err != nil {

@@ -221,7 +221,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
 		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	var err error
-	if c.kube, err = kubernetes.NewForConfig(kubeClientConfig(config, opts.KubeAPIContentType)); err != nil {
+	if c.kube, err = kubernetes.NewForConfig(KubeClientConfig(config, opts.KubeAPIContentType)); err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	if c.argo, err = versioned.NewForConfig(config); err != nil {

@@ -5,9 +5,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// kubeClientConfig is config for the clients of Kubernetes' own kinds: contentType for requests ("":
+// KubeClientConfig is config for the clients of Kubernetes' own kinds: contentType for requests ("":
 // protobuf), still accepting JSON (what an injected fault or a proxy may answer with).
-func kubeClientConfig(config *rest.Config, contentType string) *rest.Config {
+func KubeClientConfig(config *rest.Config, contentType string) *rest.Config {
 	out := rest.CopyConfig(config)
 	if contentType == "" {
 		contentType = runtime.ContentTypeProtobuf

@@ -24,7 +24,7 @@ func TestTheClientsOfKubernetesKindsSpeakProtobufUnlessToldJSON(t *testing.T) {
 		{"JSON asked for is JSON both ways", runtime.ContentTypeJSON, runtime.ContentTypeJSON, runtime.ContentTypeJSON},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			got := kubeClientConfig(base, tc.contentType)
+			got := KubeClientConfig(base, tc.contentType)
 			if got.ContentType != tc.wantSend || got.AcceptContentTypes != tc.wantAccept {
 				t.Errorf("content type %q, accept %q; want %q, %q", got.ContentType, got.AcceptContentTypes, tc.wantSend, tc.wantAccept)
 			}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -113,7 +114,12 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	kube, err := kubernetes.NewForConfig(opts.Config)
+	// A kubelet speaks protobuf for pods, and so does this one: the API server then encodes a pod's watch
+	// events in the content type nodes and controllers share.
+	kubeConfig := rest.CopyConfig(opts.Config)
+	kubeConfig.ContentType = runtime.ContentTypeProtobuf
+	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeConfig)
 	if err != nil {
 		return nil, fmt.Errorf("starting simulated node: %w", err)
 	}
