@@ -227,12 +227,8 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if c.argo, err = versioned.NewForConfig(config); err != nil {
 		return nil, fmt.Errorf("building the argo client: %w", err)
 	}
-	// One REST client, one rate limiter, for the dynamic client and the workflow updates made with it
-	// directly (putWorkflow): the dynamic client's own construction, with the client kept.
-	workflowsConfig := dynamic.ConfigFor(config)
-	workflowsConfig.GroupVersion, workflowsConfig.APIPath = nil, ""
-	if c.workflowsREST, err = rest.UnversionedRESTClientFor(workflowsConfig); err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	if c.workflowsREST, err = dynamicRESTClient(config); err != nil {
+		return nil, err
 	}
 	c.dynamic = dynamic.New(c.workflowsREST)
 	if c.actions, err = actionsv1.NewForConfig(config); err != nil {
@@ -545,4 +541,16 @@ func (c *Controller) restoreLocks() {
 			c.throttle.Running(wf.Namespace, wf.Name) // a running workflow holds its parallelism slot
 		}
 	}
+}
+
+// dynamicRESTClient is the dynamic client's REST client, built as dynamic.NewForConfig builds it, kept so
+// that workflow updates made with it directly (putWorkflow) share its rate limiter and error decoding.
+func dynamicRESTClient(config *rest.Config) (rest.Interface, error) {
+	dynamicConfig := dynamic.ConfigFor(config)
+	dynamicConfig.GroupVersion, dynamicConfig.APIPath = nil, ""
+	client, err := rest.UnversionedRESTClientFor(dynamicConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	return client, nil
 }

@@ -126,7 +126,7 @@ func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
 	})
 }
 
-func TestAPassCopyIsUnchangedOnlyIfExactlyItsDecodingAndPersistStillWritesNoSemanticTwin(t *testing.T) {
+func TestAPassCopyIsUnchangedOnlyIfExactlyItsDecodingAndASemanticTwinEncodesTheSame(t *testing.T) {
 	decoded := func() *wfv1.Workflow {
 		wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "10"}}
 		wf.Status.Phase = wfv1.WorkflowRunning

@@ -194,10 +194,12 @@ type storedWrite struct {
 // putWorkflow stores body, the encoding of u, with one Update. Of the answer it decodes only the identity;
 // the object is kept as it came (lastWrite).
 func (c *Controller) putWorkflow(ctx context.Context, u *unstructured.Unstructured, body []byte) (storedWrite, error) {
+	// JSON both ways: the answer is kept as it came and read as JSON (lastWrite, freshest).
 	result := c.workflowsREST.Put().
 		AbsPath("/apis", workflowsResource.Group, workflowsResource.Version, "namespaces", u.GetNamespace(), workflowsResource.Resource, u.GetName()).
-		SetHeader("Content-Type", runtime.ContentTypeJSON).Param("fieldManager", updateOptions.FieldManager).Body(body).Do(ctx)
-	// Error decodes the API server's Status (a conflict, a size limit); Raw alone would say only "unknown".
+		SetHeader("Content-Type", runtime.ContentTypeJSON).SetHeader("Accept", runtime.ContentTypeJSON).
+		VersionedParams(&updateOptions, metav1.ParameterCodec).Body(body).Do(ctx)
+	// Error decodes the API server's Status, message and details included; Raw's error has only the reason.
 	if err := result.Error(); err != nil {
 		return storedWrite{}, err
 	}
@@ -211,9 +213,14 @@ func (c *Controller) putWorkflow(ctx context.Context, u *unstructured.Unstructur
 			ResourceVersion string    `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(answer, &head); err != nil || head.Metadata.ResourceVersion == "" {
-		return storedWrite{}, fmt.Errorf("reading the API server's answer to the update of workflow %s/%s (%d bytes): %v",
+	// The write may have been stored: the next one then conflicts and re-applies (reapply).
+	if err := json.Unmarshal(answer, &head); err != nil {
+		return storedWrite{}, fmt.Errorf("reading the API server's answer to the update of workflow %s/%s (%d bytes): %w",
 			u.GetNamespace(), u.GetName(), len(answer), err)
+	}
+	if head.Metadata.ResourceVersion == "" || head.Metadata.UID == "" {
+		return storedWrite{}, fmt.Errorf("reading the API server's answer to the update of workflow %s/%s (%d bytes): no uid or resourceVersion",
+			u.GetNamespace(), u.GetName(), len(answer))
 	}
 	return storedWrite{key: u.GetNamespace() + "/" + u.GetName(), uid: head.Metadata.UID, resourceVersion: head.Metadata.ResourceVersion,
 		object: answer}, nil

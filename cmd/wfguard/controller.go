@@ -313,7 +313,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 // watchControllerConfig starts watching argo's controller ConfigMap and waits for its first read (a
 // missing ConfigMap is the default config). The watch ends with ctx.
 func watchControllerConfig(ctx context.Context, config *rest.Config, f *controllerFlags, registry prometheus.Registerer, log *slog.Logger) (*controllerconfig.Watcher, error) {
-	kube, err := kubernetes.NewForConfig(config)
+	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))
 	if err != nil {
 		return nil, fmt.Errorf("building the controller ConfigMap client: %w", err)
 	}
@@ -339,7 +339,7 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 		}
 		identity = host
 	}
-	kube, err := kubernetes.NewForConfig(config)
+	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))
 	if err != nil {
 		return fmt.Errorf("building the leader-election client: %w", err)
 	}
