@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -30,7 +33,6 @@ type writeLog struct {
 // config is base with every request recorded.
 func (l *writeLog) config(base *rest.Config) *rest.Config {
 	c := rest.CopyConfig(base)
-	c.ContentType = "application/json" // bodies record can read (client-go sends core types as protobuf)
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method != http.MethodGet {
@@ -82,6 +84,18 @@ func bodyName(req *http.Request) string {
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return ""
+	}
+	// Kubernetes' own kinds come as protobuf (the controller's default), argo's as JSON.
+	if decoded, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil); err == nil {
+		if event, ok := decoded.(*corev1.Event); ok {
+			return event.InvolvedObject.Name
+		}
+		if o, err := meta.Accessor(decoded); err == nil {
+			if o.GetName() != "" {
+				return o.GetName()
+			}
+			return o.GetGenerateName()
+		}
 	}
 	var obj struct {
 		Metadata struct {
