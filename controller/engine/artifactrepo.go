@@ -209,9 +209,11 @@ func noRepositoryMessage(wf *wfv1.Workflow, found []string) string {
 // workflow was ended instead: the reference does not resolve (Error, argo's message), or output artifacts
 // have nowhere to go (Failed, naming them). A transient API error is returned for a retry.
 func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, error) {
+	// What needs a repository is in the spec, not in what resolves: read once.
+	needing := e.needingRepository(p)
 	var api *apiError
 	err := e.resolveArtifactRepository(ctx, p, false)
-	if (err != nil && !errors.As(err, &api)) || (err == nil && artifactRepository(p.WF) == nil && len(e.needingRepository(p)) > 0) {
+	if (err != nil && !errors.As(err, &api)) || (err == nil && artifactRepository(p.WF) == nil && len(needing) > 0) {
 		// What the cache gave does not resolve, or leaves artifacts nowhere to go: read past it before
 		// failing, the ConfigMap may have been created just before the workflow.
 		p.WF.Status.ArtifactRepositoryRef = nil
@@ -224,15 +226,11 @@ func (e *Engine) startArtifactRepository(ctx context.Context, p *Pass) (bool, er
 		e.completeWorkflow(p, wfv1.WorkflowError, err.Error())
 		return false, nil
 	}
-	if artifactRepository(p.WF) != nil {
-		return true, nil
-	}
-	found := e.needingRepository(p)
-	if len(found) == 0 {
+	if artifactRepository(p.WF) != nil || len(needing) == 0 {
 		return true, nil
 	}
 	defer p.useExecSpec()()
-	msg := "invalid spec: " + noRepositoryMessage(p.WF, found)
+	msg := "invalid spec: " + noRepositoryMessage(p.WF, needing)
 	e.completeWorkflow(p, wfv1.WorkflowFailed, msg)
 	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonWorkflowInvalid, Message: msg})
 	return false, nil
