@@ -147,6 +147,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	} else if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", tmp, err)
 	}
+	if opts.LogDir != "" {
+		// Profiles of the API server, saved beside wfguard's (startAPIServerCPUProfile); the flag given last wins.
+		opts.ControlPlane.ExtraAPIServerArgs = append(slices.Clone(opts.ControlPlane.ExtraAPIServerArgs), "--profiling=true")
+	}
 	opts.progressf("bench: starting the embedded control plane")
 	cp, err := controlplane.Start(ctx, opts.ControlPlane)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,7 +19,42 @@ const cpuProfileSeconds = 30
 // the profiles are saved beside them.
 func (e *env) profiling() bool { return e.opts.LogDir != "" }
 
-// profileCapture is a CPU profile of the controller being taken while the scenario runs.
+// startAPIServerCPUProfile starts a cpuProfileSeconds CPU profile of the API server into path, through the
+// bench's admin client; nil when the run keeps no logs (the API server then serves no profiles). A
+// subject's excess over another is partly the API server's (docs/performance.md), so each throughput run
+// profiles it too, whoever the subject.
+func (e *env) startAPIServerCPUProfile(ctx context.Context, path string) *profileCapture {
+	if !e.profiling() {
+		return nil
+	}
+	c := &profileCapture{done: make(chan error, 1)}
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, cpuProfileSeconds*time.Second+time.Minute)
+		defer cancel()
+		body, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(cpuProfileSeconds)).DoRaw(ctx)
+		if err != nil {
+			c.done <- fmt.Errorf("profiling the API server: %w", err)
+			return
+		}
+		if err := os.WriteFile(filepath.Clean(path), body, 0o644); err != nil {
+			c.done <- fmt.Errorf("saving the API server's profile: %w", err)
+			return
+		}
+		c.done <- nil
+	}()
+	return c
+}
+
+// wait returns the capture's outcome once its profile is saved; nothing for a nil capture.
+func (c *profileCapture) wait() error {
+	if c == nil {
+		return nil
+	}
+	return <-c.done
+}
+
+// profileCapture is a CPU profile being taken while the scenario runs.
 type profileCapture struct {
 	done chan error
 }

@@ -88,6 +88,8 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err != nil {
 		return RunStats{}, err
 	}
+	// The same API server profile as a controller's throughput run.
+	apiProfile := e.startAPIServerCPUProfile(ctx, filepath.Join(e.tmp, ns+"-apiserver-cpu.pprof"))
 	begin := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -117,6 +119,9 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	elapsed := obs.lastCompleted(wfs).Sub(begin)
 	chain := obs.chainTimes(begin, wfs)
 	if err := settleEvents(runCtx, calls); err != nil {
+		return RunStats{}, err
+	}
+	if err := apiProfile.wait(); err != nil {
 		return RunStats{}, err
 	}
 	hops := obs.schedulingLatencies(predecessor)

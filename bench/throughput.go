@@ -185,9 +185,10 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
-	var cpuProfile *profileCapture
+	var cpuProfile, apiProfile *profileCapture
 	if prefix == "bench-throughput-"+c { // the throughput scenario only: late results run the same code
 		cpuProfile = p.startCPUProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-cpu.pprof"))
+		apiProfile = e.startAPIServerCPUProfile(ctx, filepath.Join(e.tmp, ns+"-apiserver-cpu.pprof"))
 	}
 	begin := time.Now()
 	// Every workflow submitted at once, as the raw clients start theirs: with a few submitters the last
@@ -238,6 +239,9 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 		run.DirectReads = &reads
 	}
 	if err := p.saveProfiles(ctx, cpuProfile, filepath.Join(e.tmp, ns+"-"+c+"-")); err != nil {
+		return ControllerRun{}, "", err
+	}
+	if err := apiProfile.wait(); err != nil {
 		return ControllerRun{}, "", err
 	}
 	return run, ns, nil

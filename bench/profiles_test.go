@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func TestTheAPIServerIsProfiledThroughTheAdminClientOnlyWhenTheRunKeepsItsLogs(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		asked string
+	)
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = r.URL.RequestURI()
+		mu.Unlock()
+		if r.URL.Path != "/debug/pprof/profile" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer admin" {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		_, _ = w.Write([]byte("a profile"))
+	}))
+	defer apiserver.Close()
+	envWith := func(logDir, token string) *env {
+		return &env{opts: Options{LogDir: logDir}, kube: kubernetes.NewForConfigOrDie(&rest.Config{Host: apiserver.URL, BearerToken: token})}
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+
+	t.Run("a run that keeps no logs takes no profile", func(t *testing.T) {
+		if c := envWith("", "admin").startAPIServerCPUProfile(ctx, filepath.Join(dir, "none.pprof")); c != nil {
+			t.Fatal("a profile was started without --logs")
+		}
+		if err := (*profileCapture)(nil).wait(); err != nil {
+			t.Fatalf("waiting on no capture: %v", err)
+		}
+	})
+	t.Run("a run that keeps its logs saves the API server's profile of cpuProfileSeconds", func(t *testing.T) {
+		path := filepath.Join(dir, "ns-apiserver-cpu.pprof")
+		if err := envWith(dir, "admin").startAPIServerCPUProfile(ctx, path).wait(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != "a profile" {
+			t.Fatalf("saved %q (%v), want the API server's answer", got, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if want := "/debug/pprof/profile?seconds=30"; asked != want {
+			t.Fatalf("asked for %q, want %q", asked, want)
+		}
+	})
+	t.Run("a refused profile is the run's error, naming the API server", func(t *testing.T) {
+		err := envWith(dir, "someone").startAPIServerCPUProfile(ctx, filepath.Join(dir, "refused.pprof")).wait()
+		if err == nil || !strings.Contains(err.Error(), "profiling the API server") {
+			t.Fatalf("err = %v, want the refusal named", err)
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, "refused.pprof")); !os.IsNotExist(statErr) {
+			t.Fatalf("a refused profile left a file: %v", statErr)
+		}
+	})
+}
