@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -46,6 +47,10 @@ func substitutePodName(pod *corev1.Pod) (*corev1.Pod, error) {
 	data, err := json.Marshal(pod)
 	if err != nil {
 		return nil, fmt.Errorf("encoding pod to substitute {{%s}}: %w", common.LocalVarPodName, err)
+	}
+	if !bytes.Contains(data, []byte("{{")) {
+		// No tag at all, the usual pod: decoding it back was a fifth of the pass that starts a node.
+		return pod, nil
 	}
 	replaced, err := template.Replace(string(data), map[string]string{common.LocalVarPodName: pod.Name}, true)
 	if err != nil {
