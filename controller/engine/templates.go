@@ -109,16 +109,20 @@ func storedKey(caller templateBase, name string, ref *wfv1.TemplateRef) string {
 
 // localTemplate is one of the workflow's own templates, from the spec it runs (the stored merged spec of
 // a workflowTemplateRef).
+//
+// It points into the spec, as argo's GetTemplateByName does not (it copies the template, the largest
+// allocation of a pass after the node lookups): callers copy before they change it, as resolveTemplate does.
 func localTemplate(wf *wfv1.Workflow, name string) *wfv1.Template {
+	templates := wf.Spec.Templates
 	if s := wf.Status.StoredWorkflowSpec; s != nil {
-		for i := range s.Templates {
-			if s.Templates[i].Name == name {
-				return &s.Templates[i]
-			}
-		}
-		return nil
+		templates = s.Templates
 	}
-	return wf.GetTemplateByName(name)
+	for i := range templates {
+		if templates[i].Name == name {
+			return &templates[i]
+		}
+	}
+	return nil
 }
 
 // templateOf is the template a node was created from, without any I/O: every template a node was
