@@ -36,9 +36,9 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	}
 	state := func(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
 		var phase wfv1.NodePhase
-		if n := taskNode(task); n != nil {
+		if n, ok := p.peekNode(node.Name + "." + task); ok {
 			phase = n.Phase
-			if daemoned(n) && n.Phase == wfv1.NodeRunning {
+			if daemoned(&n) && n.Phase == wfv1.NodeRunning {
 				phase = phaseDaemoned
 			}
 		}
@@ -58,10 +58,10 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		sc, scopeAt := e.dagScope(p, node, tmpl), completions
 		for _, t := range tmpl.DAG.Tasks {
 			name := node.Name + "." + t.Name
-			existing := taskNode(t.Name)
-			if fulfilled(existing) && (!daemonedRetry(existing) || revisited[name]) || !runs[t.Name] {
+			if seen, ok := p.peekNode(name); ok && fulfilled(&seen) && (!daemonedRetry(&seen) || revisited[name]) || !runs[t.Name] {
 				continue
 			}
+			existing := taskNode(t.Name)
 			if daemonedRetry(existing) {
 				revisited[name] = true
 			}
@@ -75,7 +75,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 			if expr != nil {
 				expr.tasks(func(dep, _ string) {
 					deps = append(deps, dep)
-					if !fulfilled(taskNode(dep)) {
+					if !p.nodeFulfilled(node.Name + "." + dep) {
 						ready = false
 					}
 				})
@@ -124,7 +124,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, mergeParams(globals, sc), link, string(tmplJSON)); err != nil {
 					return nil, err
 				}
-				if fulfilled(p.node(name)) {
+				if p.nodeFulfilled(name) {
 					advance()
 				}
 				continue
@@ -141,7 +141,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				} else {
 					p.markPhase(existing, wfv1.NodeError, err.Error())
 				}
-				if fulfilled(p.node(name)) {
+				if p.nodeFulfilled(name) {
 					advance()
 				}
 				continue
@@ -173,7 +173,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 				continue
 			}
 			link(child.ID)
-			if fulfilled(p.node(name)) {
+			if p.nodeFulfilled(name) {
 				advance()
 			}
 		}
@@ -201,7 +201,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 		if err != nil {
 			return e.hookError(p, node, tmpl.DAG.Tasks[i].Name, err)
 		}
-		if !done && fulfilled(p.node(node.Name+"."+tmpl.DAG.Tasks[i].Name)) {
+		if !done && p.nodeFulfilled(node.Name+"."+tmpl.DAG.Tasks[i].Name) {
 			return p.node(node.Name), nil
 		}
 	}
@@ -295,7 +295,7 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 		return p.markPhase(node, wfv1.NodeError, err.Error()), nil
 	}
 	for _, t := range tmpl.DAG.Tasks {
-		if runs[t.Name] && !fulfilled(p.node(dagName+"."+t.Name)) {
+		if runs[t.Name] && !p.nodeFulfilled(dagName+"."+t.Name) {
 			return node, nil
 		}
 	}
@@ -441,16 +441,14 @@ func tasksToRun(tmpl *wfv1.Template, exprs map[string]dependsExpr) (map[string]b
 func (e *Engine) dagScope(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template) scope {
 	sc := scope{}.withInputs(tmpl)
 	for _, t := range tmpl.DAG.Tasks {
-		n := p.node(dagNode.Name + "." + t.Name)
-		if !fulfilled(n) {
+		n, ok := p.peekNode(dagNode.Name + "." + t.Name)
+		if !ok || !fulfilled(&n) {
 			continue
 		}
+		sc.addNode("tasks."+t.Name, &n)
 		if n.Type == wfv1.NodeTypeTaskGroup {
-			sc.addNode("tasks."+t.Name, n)
 			sc.addAggregate("tasks."+t.Name, loopChildren(p, n.Name, dagNode.ID))
-			continue
 		}
-		sc.addNode("tasks."+t.Name, n)
 	}
 	return sc
 }

@@ -475,13 +475,13 @@ func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, display
 		p.Events = append(p.Events, nodeEvent(n))
 		return n, nil
 	}
-	if n := p.node(nodeName); n != nil && n.Type == wfv1.NodeTypePod && waitingForOldPod(n) {
+	if n, ok := p.peekNode(nodeName); ok && n.Type == wfv1.NodeTypePod && waitingForOldPod(&n) {
 		// Its pod was never created: build it again below (same node ID) and retry the create, keeping
 		// when the wait began.
 		if p.oldPodWaits == nil {
 			p.oldPodWaits = map[string]wfv1.NodeStatus{}
 		}
-		p.oldPodWaits[n.ID] = *n
+		p.oldPodWaits[n.ID] = n
 		p.forgetNode(n.ID)
 	}
 	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) && !waitingForLock(n) {

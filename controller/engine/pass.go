@@ -151,6 +151,19 @@ func (p *Pass) node(name string) *wfv1.NodeStatus {
 	return &n
 }
 
+// peekNode is a node as stored, to read: unlike node it puts no copy on the heap, which the DAG's checks
+// of every task and dependency on every pass made the largest allocation of a pass. Changes go through node.
+func (p *Pass) peekNode(name string) (wfv1.NodeStatus, bool) {
+	n, ok := p.WF.Status.Nodes[p.WF.NodeID(name)]
+	return n, ok
+}
+
+// nodeFulfilled is fulfilled(p.node(name)) without the copy.
+func (p *Pass) nodeFulfilled(name string) bool {
+	n, ok := p.peekNode(name)
+	return ok && fulfilled(&n)
+}
+
 func (p *Pass) nodeByID(id string) *wfv1.NodeStatus {
 	n, ok := p.WF.Status.Nodes[id]
 	if !ok {

@@ -183,7 +183,7 @@ func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayNam
 			return p.node(nodeName), err
 		}
 		p.addChild(p.node(nodeName), child.ID)
-		if !fulfilled(p.node(name)) {
+		if !p.nodeFulfilled(name) {
 			return p.node(nodeName), nil
 		}
 	}

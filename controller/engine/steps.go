@@ -221,7 +221,7 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 			continue
 		}
 		p.addChild(p.node(sg.Name), child.ID)
-		if !fulfilled(p.node(childName)) {
+		if !p.nodeFulfilled(childName) {
 			allFulfilled = false
 		}
 	}

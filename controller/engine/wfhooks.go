@@ -54,5 +54,5 @@ func (e *Engine) runWorkflowHook(ctx context.Context, p *Pass, name wfv1.Lifecyc
 	if err = recordedOnNode(err); err != nil {
 		return false, err
 	}
-	return n != nil && fulfilled(p.node(nodeName)), nil // nil: held back (parallelism)
+	return n != nil && p.nodeFulfilled(nodeName), nil // nil: held back (parallelism)
 }
