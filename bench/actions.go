@@ -133,8 +133,17 @@ func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
 	if err != nil {
 		return nil, p.failed(err)
 	}
+	metricsAt := func(when string) error {
+		return p.saveMetrics(ctx, e.profiling(), filepath.Join(e.tmp, ns+"-"+c+"-actions-metrics-"+when+".txt"))
+	}
+	if err := metricsAt("before"); err != nil {
+		return nil, err
+	}
 	if err := res.measureBursts(ctx, obs, send, wfs); err != nil {
 		return nil, p.failed(err)
+	}
+	if err := metricsAt("after"); err != nil {
+		return nil, err
 	}
 	close(hold)
 	released = true

@@ -88,6 +88,15 @@ func (p *process) saveProfiles(ctx context.Context, cpu *profileCapture, pathPre
 	return fetchProfile(ctx, p.metricsURL, pathPrefix+"metrics.txt")
 }
 
+// saveMetrics saves p's /metrics text into path when the run keeps its logs and p serves metrics: the
+// actions scenario's before and after its bursts, whose difference is the bursts' queue waits and passes.
+func (p *process) saveMetrics(ctx context.Context, keep bool, path string) error {
+	if !keep || p.metricsURL == "" {
+		return nil
+	}
+	return fetchProfile(ctx, p.metricsURL, path)
+}
+
 // saveEndHeapProfile saves a heap profile of p taken after a garbage collection (pathPrefix +
 // "end-heap.pprof"): what the controller still holds once a run is over. Nothing when p serves no profiles.
 func (p *process) saveEndHeapProfile(ctx context.Context, pathPrefix string) error {

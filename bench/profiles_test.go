@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,4 +72,41 @@ func TestTheAPIServerIsProfiledThroughTheAdminClientOnlyWhenTheRunKeepsItsLogs(t
 			t.Fatalf("a refused profile left a file: %v", statErr)
 		}
 	})
+}
+
+func TestTheActionsScenarioKeepsTheControllersMetricsOnlyWithItsLogs(t *testing.T) {
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("wfguard_reconcile_total 3\n"))
+	}))
+	defer metrics.Close()
+	dir := t.TempDir()
+	ctx := context.Background()
+	cases := []struct {
+		sentence string
+		keep     bool
+		url      string
+		want     string // "": no file
+	}{
+		{"a run that keeps its logs saves the text of /metrics", true, metrics.URL, "wfguard_reconcile_total 3\n"},
+		{"a run without logs saves nothing", false, metrics.URL, ""},
+		{"a controller that serves no metrics leaves nothing to save", true, "", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			path := filepath.Join(dir, strconv.Itoa(i)+"-metrics.txt")
+			if err := (&process{metricsURL: tc.url}).saveMetrics(ctx, tc.keep, path); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if tc.want == "" {
+				if !os.IsNotExist(err) {
+					t.Fatalf("a file was saved: %q (%v)", got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("saved %q (%v), want %q", got, err, tc.want)
+			}
+		})
+	}
 }

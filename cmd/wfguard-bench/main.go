@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary run as the controller under test")
 	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,actions,orphans,lateresults,scale,memory (default all)")
 	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
-	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs, and the simulated node's log (simnode.log), in this directory, with wfguard's CPU and heap profiles and /metrics of the throughput scenario, the API server's CPU profile of every throughput run (the API server then starts with --profiling) and wfguard's heap after the scale scenario (default: a temp dir removed at the end)")
+	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs, and the simulated node's log (simnode.log), in this directory, with wfguard's CPU and heap profiles and /metrics of the throughput scenario, the API server's CPU profile of every throughput run (the API server then starts with --profiling), wfguard's /metrics before and after the actions scenario's bursts, and its heap after the scale scenario (default: a temp dir removed at the end)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (observer, API proxies, simulated node and raw client; not the controllers) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
