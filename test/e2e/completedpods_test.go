@@ -103,8 +103,9 @@ func TestCompletedPodsAreLabelledInTheReleasingPatchAndLeaveThePodCache(t *testi
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	harness.Until(t, "emptying the pod cache", 30*time.Second, func(context.Context) bool {
-		return e.Metric("wfguard_pods_cached", nil) == 0
+	// The cache empties on the patches' watch events; the label counter follows their answers, which may come later.
+	harness.Until(t, "emptying the pod cache, every label counted", 30*time.Second, func(context.Context) bool {
+		return e.Metric("wfguard_pods_cached", nil) == 0 && e.Metric("wfguard_pods_labelled_completed_total", nil) >= 3
 	})
 	pods, err := e.Kube.CoreV1().Pods(e.Namespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -141,8 +142,9 @@ func TestWithoutTheStatusFinalizerAPodIsLabelledCompletedOnceItsNodeIsPersisted(
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase = %s\n%s", done.Status.Phase, harness.Describe(done))
 	}
-	harness.Until(t, "emptying the pod cache", 30*time.Second, func(context.Context) bool {
-		return e.Metric("wfguard_pods_cached", nil) == 0
+	// As above: the cache empties on the patches' watch events, the counter follows their answers.
+	harness.Until(t, "emptying the pod cache, every label counted", 30*time.Second, func(context.Context) bool {
+		return e.Metric("wfguard_pods_cached", nil) == 0 && e.Metric("wfguard_pods_labelled_completed_total", nil) >= 3
 	})
 	for _, name := range []string{"nofin[0].a", "nofin[0].b", "nofin[1].c"} {
 		if pod := e.PodOf(done, name); pod.Labels[common.LabelKeyCompleted] != "true" {
@@ -282,8 +284,9 @@ spec:
 	if len(events) == 0 || events[0].Type != corev1.EventTypeWarning {
 		t.Errorf("events = %v, want a Warning %s", events, controller.ReasonPodCompletedLabelRestored)
 	}
-	harness.Until(t, "the pod back in the cache", 30*time.Second, func(ctx context.Context) bool {
-		return e.Metric("wfguard_pods_cached", nil) == 1
+	// The counter follows the patch's answer, which may reach the controller after its watch event.
+	harness.Until(t, "the pod back in the cache, the restore counted", 30*time.Second, func(ctx context.Context) bool {
+		return e.Metric("wfguard_pods_cached", nil) == 1 && e.Metric("wfguard_pod_completed_label_restored_total", nil) >= 1
 	})
 	restored, err := e.Kube.CoreV1().Pods(e.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
 	if err != nil {
@@ -362,9 +365,11 @@ spec:
 				return e.Metric("wfguard_pods_cached", nil) == 0
 			})
 			points.Disarm(faultinject.PointBeforeFinalizerRelease)
-			harness.Until(t, "the status finalizer released", 30*time.Second, func(ctx context.Context) bool {
+			// The counter follows the PATCH's answer, which may reach the controller after the test sees its effect.
+			harness.Until(t, "the status finalizer released and counted", 30*time.Second, func(ctx context.Context) bool {
 				final, err := e.Kube.CoreV1().Pods(e.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				return err == nil && !slices.Contains(final.Finalizers, common.FinalizerPodStatus)
+				return err == nil && !slices.Contains(final.Finalizers, common.FinalizerPodStatus) &&
+					e.Metric("wfguard_departed_pod_finalizers_released_total", nil) >= 1
 			})
 			if got := e.Metric("wfguard_departed_pod_finalizers_released_total", nil); got != 1 {
 				t.Errorf("departed pods released = %v, want 1", got)
