@@ -137,13 +137,13 @@ func (e *env) actionsOf(ctx context.Context, c string) (*ActionsResult, error) {
 		return p.saveMetrics(ctx, e.profiling(), filepath.Join(e.tmp, ns+"-"+c+"-actions-metrics-"+when+".txt"))
 	}
 	if err := metricsAt("before"); err != nil {
-		return nil, err
+		return nil, p.failed(err)
 	}
 	if err := res.measureBursts(ctx, obs, send, wfs); err != nil {
 		return nil, p.failed(err)
 	}
 	if err := metricsAt("after"); err != nil {
-		return nil, err
+		return nil, p.failed(err)
 	}
 	close(hold)
 	released = true

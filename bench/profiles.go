@@ -94,7 +94,10 @@ func (p *process) saveMetrics(ctx context.Context, keep bool, path string) error
 	if !keep || p.metricsURL == "" {
 		return nil
 	}
-	return fetchProfile(ctx, p.metricsURL, path)
+	if err := fetchProfile(ctx, p.metricsURL, path); err != nil {
+		return fmt.Errorf("saving the controller's metrics: %w", err)
+	}
+	return nil
 }
 
 // saveEndHeapProfile saves a heap profile of p taken after a garbage collection (pathPrefix +

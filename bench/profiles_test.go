@@ -59,7 +59,7 @@ func TestTheAPIServerIsProfiledThroughTheAdminClientOnlyWhenTheRunKeepsItsLogs(t
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if want := "/debug/pprof/profile?seconds=30"; asked != want {
+		if want := "/debug/pprof/profile?seconds=" + strconv.Itoa(cpuProfileSeconds); asked != want {
 			t.Fatalf("asked for %q, want %q", asked, want)
 		}
 	})
