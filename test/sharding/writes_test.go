@@ -85,34 +85,36 @@ func bodyName(req *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	// Kubernetes' own kinds come as protobuf (the controller's default), argo's as JSON.
+	// An Event is named by its object; anything else by its name, else its generateName.
+	var involved, name, generateName string
 	if decoded, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil); err == nil {
+		// Kubernetes' own kinds: protobuf (the controller's default) or JSON.
 		if event, ok := decoded.(*corev1.Event); ok {
-			return event.InvolvedObject.Name
+			involved = event.InvolvedObject.Name
 		}
 		if o, err := meta.Accessor(decoded); err == nil {
-			if o.GetName() != "" {
-				return o.GetName()
+			name, generateName = o.GetName(), o.GetGenerateName()
+		}
+	} else {
+		// argo's kinds and patches: JSON.
+		var obj struct {
+			Metadata struct {
+				Name, GenerateName string
 			}
-			return o.GetGenerateName()
+			InvolvedObject struct{ Name string }
 		}
-	}
-	var obj struct {
-		Metadata struct {
-			Name, GenerateName string
+		if json.NewDecoder(bytes.NewReader(data)).Decode(&obj) != nil {
+			return ""
 		}
-		InvolvedObject struct{ Name string }
-	}
-	if json.NewDecoder(bytes.NewReader(data)).Decode(&obj) != nil {
-		return ""
+		involved, name, generateName = obj.InvolvedObject.Name, obj.Metadata.Name, obj.Metadata.GenerateName
 	}
 	switch {
-	case obj.InvolvedObject.Name != "":
-		return obj.InvolvedObject.Name
-	case obj.Metadata.Name != "":
-		return obj.Metadata.Name
+	case involved != "":
+		return involved
+	case name != "":
+		return name
 	}
-	return obj.Metadata.GenerateName
+	return generateName
 }
 
 // outside returns the writes that do not satisfy ok, and how many writes there were.
