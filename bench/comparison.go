@@ -100,6 +100,21 @@ func (r *Report) comparison() []ComparisonRow {
 			cell := func(s RunStats) string { return machineCPUCell(s, name, t.podsMeasured()) }
 			perRaw("CPU s per 1,000 pods (cores busy): "+name, cell(raw), cell(pipe), tp(func(ct ControllerThroughput) string { return cell(ct.RunStats) }))
 		}
+		// The sum says what a subject's pods cost the whole machine; while every subject keeps its cores
+		// busy, the throughput ratio is the inverse of the ratio of these sums (docs/performance.md).
+		pods := t.podsMeasured()
+		controllerTotal := func(ct ControllerThroughput) string { return totalCPUCell(ct.RunStats, ct.CPUSeconds, pods) }
+		perRaw("CPU s per 1,000 pods (cores busy): all, the controller's included", totalCPUCell(raw, 0, pods), totalCPUCell(pipe, 0, pods), tp(controllerTotal))
+		pipeTotal, pipeOK := totalCPU(pipe, 0)
+		toPipeline := func(s RunStats, controller float64) string {
+			total, ok := totalCPU(s, controller)
+			if !ok || !pipeOK || pipeTotal <= 0 {
+				return notApplicable
+			}
+			return fmt.Sprintf("%.2f×", total/pipeTotal)
+		}
+		perRaw("CPU per pod, all processes, ratio to raw (pipeline writes)", toPipeline(raw, 0), toPipeline(pipe, 0),
+			tp(func(ct ControllerThroughput) string { return toPipeline(ct.RunStats, ct.CPUSeconds) }))
 		calls := map[string]bool{}
 		for _, s := range append([]RunStats{raw, pipe}, controllerStats(t)...) {
 			for _, c := range s.Calls {
@@ -236,6 +251,28 @@ func writeComparison(w io.Writer, rows []ComparisonRow) {
 			return
 		}
 	}
+}
+
+// totalCPU is a subject's CPU time over its runs: every measured process's and its controller's (the raw
+// clients run inside the bench process). False when the run measured no process.
+func totalCPU(s RunStats, controller float64) (float64, bool) {
+	if len(s.MachineCPUSeconds) == 0 {
+		return 0, false
+	}
+	total := controller
+	for _, name := range sorted(s.MachineCPUSeconds) {
+		total += s.MachineCPUSeconds[name]
+	}
+	return total, true
+}
+
+// totalCPUCell is totalCPU per 1,000 pods and the cores it kept busy on average ("-" when not measured).
+func totalCPUCell(s RunStats, controller float64, pods int) string {
+	total, ok := totalCPU(s, controller)
+	if !ok || pods <= 0 || s.Seconds <= 0 {
+		return notApplicable
+	}
+	return fmt.Sprintf("%.2f (%.2f)", total*1000/float64(pods), total/s.Seconds)
 }
 
 // machineCPUCell is one process's CPU time over a subject's runs per 1,000 pods, and the cores it kept busy

@@ -31,7 +31,7 @@ func sampleReport(controllers ...string) *Report {
 		run := ControllerRun{RunStats: RunStats{Seconds: 2.5 * k, WorkflowsPerSec: 4 / k, PodsPerSec: 20 / k, HopLatency: Latencies{Count: 40, P50Ms: 40 * k, P99Ms: 300 * k}, Calls: []APICall{
 			{Call: "create pods", Total: 50, PerPod: 1}, {Call: fmt.Sprintf("patch pods"), Total: int(50 * k), PerPod: k}},
 			MachineCPUSeconds: map[string]float64{"kube-apiserver": 2 * k, "etcd": k}},
-			CPUSecondsPer1000: 3 * k, Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 10}}
+			CPUSeconds: 0.15 * k, CPUSecondsPer1000: 3 * k, Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 10}}
 		if c == ControllerWFGuard {
 			run.Counters = map[string]float64{"wfguard_pods_created_total": 50, "wfguard_pod_finalizers_released_total{reason=persisted}": 50}
 			run.DirectReads = &zero
@@ -46,6 +46,22 @@ func sampleReport(controllers ...string) *Report {
 		r.RawActions = &ActionsResult{Concurrent: 50, All: Latencies{Count: 100, P50Ms: 5, P99Ms: 50}, Suspend: Latencies{Count: 50, P50Ms: 5, P99Ms: 50}}
 	}
 	r.Throughput.ratios()
+	r.evaluate()
+	return r
+}
+
+// unmeasuredRaw is sampleReport of wfguard whose minimal raw client's run measured no process's CPU.
+func unmeasuredRaw() *Report {
+	r := sampleReport(ControllerWFGuard)
+	r.Throughput.Raw.MachineCPUSeconds = nil
+	r.evaluate()
+	return r
+}
+
+// unmeasuredPipeline is sampleReport of wfguard whose pipeline-writes raw client's run measured no process's CPU.
+func unmeasuredPipeline() *Report {
+	r := sampleReport(ControllerWFGuard)
+	r.Throughput.RawPipeline.MachineCPUSeconds = nil
 	r.evaluate()
 	return r
 }
@@ -76,6 +92,10 @@ func TestTheComparisonTable(t *testing.T) {
 		{"CPU per 1,000 pods is the controllers' alone", both, "CPU s per 1,000 pods (controller process)", "3.00", "6.00", "-", "-"},
 		{"the API server's CPU is charged per 1,000 pods to every subject, with the cores it kept busy", both, "CPU s per 1,000 pods (cores busy): kube-apiserver", "40.00 (0.80)", "80.00 (0.80)", "40.00 (0.80)", "30.00 (0.75)"},
 		{"a process a subject's runs did not measure has a dash", both, "CPU s per 1,000 pods (cores busy): etcd", "20.00 (0.40)", "40.00 (0.40)", "-", "-"},
+		{"a subject's CPU per 1,000 pods sums every measured process's and its controller's", both, "CPU s per 1,000 pods (cores busy): all, the controller's included", "63.00 (1.26)", "126.00 (1.26)", "40.00 (0.80)", "30.00 (0.75)"},
+		{"each subject's CPU per pod is put against the pipeline-writes raw client's", both, "CPU per pod, all processes, ratio to raw (pipeline writes)", "2.10×", "4.20×", "1.33×", "1.00×"},
+		{"a subject whose run measured no process has no total and no ratio", unmeasuredRaw(), "CPU per pod, all processes, ratio to raw (pipeline writes)", "2.10×", "-", "-", "1.00×"},
+		{"without the pipeline-writes raw client's total there is no ratio at all", unmeasuredPipeline(), "CPU per pod, all processes, ratio to raw (pipeline writes)", "-", "-", "-", "-"},
 		{"scheduling latency has no raw figure", both, "scheduling latency p50 / p99", "10.0 / 100.0 ms (n=17)", "20.0 / 200.0 ms (n=17)", "-", "-"},
 		{"lost outputs are counted per controller", both, "late results (30 s watch delay): outputs lost", "0 of 12 pods", "3 of 12 pods", "-", "-"},
 		{"a heap argo did not report reads n/a", both, "heap in use, 10000 workflows cached (baseline)", "50.0 MiB (n/a)", "n/a (n/a)", "-", "-"},
