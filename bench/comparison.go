@@ -96,13 +96,14 @@ func (r *Report) comparison() []ComparisonRow {
 				processes[name] = true
 			}
 		}
+		pods := t.podsMeasured()
 		for _, name := range sorted(processes) {
-			cell := func(s RunStats) string { return machineCPUCell(s, name, t.podsMeasured()) }
+			cell := func(s RunStats) string { return machineCPUCell(s, name, pods) }
 			perRaw("CPU s per 1,000 pods (cores busy): "+name, cell(raw), cell(pipe), tp(func(ct ControllerThroughput) string { return cell(ct.RunStats) }))
 		}
 		// The sum says what a subject's pods cost the whole machine; while every subject keeps its cores
-		// busy, the throughput ratio is the inverse of the ratio of these sums (docs/performance.md).
-		pods := t.podsMeasured()
+		// busy, the throughput ratio is the inverse of the ratio of these sums (docs/performance.md). Every
+		// subject runs the same pods, so the ratio of totals is the ratio per pod.
 		controllerTotal := func(ct ControllerThroughput) string { return totalCPUCell(ct.RunStats, ct.CPUSeconds, pods) }
 		perRaw("CPU s per 1,000 pods (cores busy): all, the controller's included", totalCPUCell(raw, 0, pods), totalCPUCell(pipe, 0, pods), tp(controllerTotal))
 		pipeTotal, pipeOK := totalCPU(pipe, 0)
@@ -266,20 +267,22 @@ func totalCPU(s RunStats, controller float64) (float64, bool) {
 	return total, true
 }
 
-// totalCPUCell is totalCPU per 1,000 pods and the cores it kept busy on average ("-" when not measured).
+// totalCPUCell is totalCPU as a cpuCell.
 func totalCPUCell(s RunStats, controller float64, pods int) string {
 	total, ok := totalCPU(s, controller)
-	if !ok || pods <= 0 || s.Seconds <= 0 {
-		return notApplicable
-	}
-	return fmt.Sprintf("%.2f (%.2f)", total*1000/float64(pods), total/s.Seconds)
+	return cpuCell(total, ok, s, pods)
 }
 
-// machineCPUCell is one process's CPU time over a subject's runs per 1,000 pods, and the cores it kept busy
-// on average ("-" when not measured).
+// machineCPUCell is one process's CPU time over a subject's runs as a cpuCell.
 func machineCPUCell(s RunStats, process string, pods int) string {
 	cpu, ok := s.MachineCPUSeconds[process]
-	if !ok || pods <= 0 || s.Seconds <= 0 {
+	return cpuCell(cpu, ok, s, pods)
+}
+
+// cpuCell is CPU time over a subject's runs per 1,000 pods, and the cores it kept busy on average ("-" when
+// not measured).
+func cpuCell(cpu float64, measured bool, s RunStats, pods int) string {
+	if !measured || pods <= 0 || s.Seconds <= 0 {
 		return notApplicable
 	}
 	return fmt.Sprintf("%.2f (%.2f)", cpu*1000/float64(pods), cpu/s.Seconds)
