@@ -42,6 +42,7 @@ type Options struct {
 	ThroughputRounds      int
 	Actions               int // concurrent WorkflowActions (each kind)
 	OrphanPods            int
+	OrphanRounds          int // orphan sweep: rounds, alternating whether the controller or the raw loop runs first
 	LateResultWorkflows   int // throughput under a delayed task-result informer
 	LateResultDelay       time.Duration
 	ScaleWorkflows        int // scale: concurrent workflows ...
@@ -66,7 +67,7 @@ type Options struct {
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000, OrphanRounds: 3,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}
 }

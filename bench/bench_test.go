@@ -33,7 +33,7 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		t.Fatalf("building wfguard: %v\n%s", err, out)
 	}
 	o := Options{Controllers: Controllers, Workers: 4, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 1, ChainLength: 3,
-		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, ThroughputRounds: 2, Actions: 3, OrphanPods: 30, LateResultWorkflows: 2,
+		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, ThroughputRounds: 2, Actions: 3, OrphanPods: 30, OrphanRounds: 2, LateResultWorkflows: 2,
 		LateResultDelay: 3 * time.Second, ScaleWorkflows: 2, ScalePodsPerWorkflow: 4, MemoryWorkflows: 40, MemoryPodsPerWorkflow: 2,
 		ControllerBinary: binary, Progress: testWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -52,6 +52,20 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			t.Fatalf("a scenario of %s is missing from the report: %+v", c, r)
 		}
 	}
+	t.Run("the orphan sweep runs each round's controller and raw loop, alternating which goes first", func(t *testing.T) {
+		o := r.Orphans
+		if len(o.Rounds) != 2 || !o.Rounds[0].ControllerFirst || o.Rounds[1].ControllerFirst {
+			t.Fatalf("orphan rounds %+v, want two, the controller first in the first only", o.Rounds)
+		}
+		for i, round := range o.Rounds {
+			if round.ControllerSeconds <= 0 || round.RawSeconds <= 0 || round.Ratio != round.ControllerSeconds/round.RawSeconds {
+				t.Errorf("orphan round %d not measured: %+v", i+1, round)
+			}
+		}
+		if o.Ratio != medianOrphansRound(o.Rounds).Ratio {
+			t.Errorf("orphan ratio %.3f is not the median round's (%+v)", o.Ratio, o.Rounds)
+		}
+	})
 	t.Run("every successor pod has a latency sample, under either controller", func(t *testing.T) {
 		for _, c := range Controllers {
 			l := r.Latency[c]

@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.IntVar(&o.ThroughputRounds, "throughput-rounds", o.ThroughputRounds, "throughput: rounds; each runs every controller and both raw clients once, in an order rotated each round")
 	fs.IntVar(&o.Actions, "actions", o.Actions, "WorkflowAction latency: concurrent actions of each kind")
 	fs.IntVar(&o.OrphanPods, "orphans", o.OrphanPods, "orphan sweep: orphaned pods holding the status finalizer")
+	fs.IntVar(&o.OrphanRounds, "orphan-rounds", o.OrphanRounds, "orphan sweep: rounds, alternating whether the controller or the raw loop runs first; the median round's ratio is the figure")
 	fs.IntVar(&o.LateResultWorkflows, "late-workflows", o.LateResultWorkflows, "late results: concurrent workflows")
 	fs.DurationVar(&o.LateResultDelay, "late-delay", o.LateResultDelay, "late results: delay of the controller's task-result watch events")
 	fs.IntVar(&o.ScaleWorkflows, "scale-workflows", o.ScaleWorkflows, "scale: concurrent workflows, run to completion at once")
