@@ -230,7 +230,11 @@ func sorted[V any](m map[string]V) []string {
 func phaseSummary[K ~string](phases map[K]int) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(phases)) {
-		parts = append(parts, fmt.Sprintf("%d %s", phases[k], k))
+		name := string(k)
+		if name == "" {
+			name = "unfinished"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", phases[k], name))
 	}
 	if len(parts) == 0 {
 		return notApplicable

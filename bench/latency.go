@@ -96,6 +96,15 @@ func names(wfs []*wfv1.Workflow) []string {
 	return out
 }
 
+// noneFailed refuses to report numbers of a run where a completed workflow did not succeed; it leaves
+// the unfinished ones to the caller.
+func noneFailed(obs *observer, names []string) error {
+	if phases := obs.phases(names); phases[wfv1.WorkflowSucceeded]+phases[""] != len(names) {
+		return fmt.Errorf("not every completed benchmark workflow succeeded: %v", phases)
+	}
+	return nil
+}
+
 // allSucceeded refuses to report numbers of a run whose workflows did not all succeed.
 func allSucceeded(obs *observer, groups ...[]string) error {
 	for _, g := range groups {

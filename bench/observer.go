@@ -350,13 +350,18 @@ func (o *observer) waitReleased(ctx context.Context) error {
 	return nil
 }
 
+// held is how many pods hold the status finalizer now.
+func (o *observer) held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.holding)
+}
+
 // heldOnceReleasedOr waits until no pod holds the status finalizer or ctx ends, and returns how many
 // still hold it.
 func (o *observer) heldOnceReleasedOr(ctx context.Context) int {
 	for {
-		o.mu.Lock()
-		held := len(o.holding)
-		o.mu.Unlock()
+		held := o.held()
 		if held == 0 {
 			return 0
 		}
@@ -368,7 +373,12 @@ func (o *observer) heldOnceReleasedOr(ctx context.Context) int {
 	}
 }
 
-// phases counts the final phases of the named workflows.
+// unfinished counts the named workflows not seen completed.
+func (o *observer) unfinished(names []string) int {
+	return o.phases(names)[""]
+}
+
+// phases counts the final phases of the named workflows ("": not completed).
 func (o *observer) phases(names []string) map[wfv1.WorkflowPhase]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

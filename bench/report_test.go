@@ -280,6 +280,35 @@ func TestAFailedScenarioAndPodsStillHeldAreReportedBesideTheOtherFigures(t *test
 			t.Errorf("release row = %q / %q", got.WFGuard, got.Argo)
 		}
 	})
+	t.Run("workflows unfinished at the finish deadline are a figure, not a failure", func(t *testing.T) {
+		unfinished := sampleReport(ControllerWFGuard, ControllerArgo)
+		unfinished.Sizes.ScaleWorkflows, unfinished.Sizes.ScalePodsPerWorkflow = 1000, 10
+		unfinished.Scale = map[string]*ScaleResult{
+			ControllerWFGuard: {Workflows: 1000, PodsPerWorkflow: 10, Seconds: 566.5, PodsPerSec: 17.7, ReleasedSeconds: 566.5,
+				Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 1000}},
+			ControllerArgo: {Workflows: 1000, PodsPerWorkflow: 10, Seconds: 1600, ReleasedSeconds: 1600, UnfinishedAtDeadline: 14, HeldAtDeadline: 40,
+				Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 986, "": 14}},
+		}
+		unfinished.evaluate()
+		for figure, want := range map[string][2]string{
+			"scale 1000 × 10: time to finish (pods/s)":          {"566.5 s (17.7)", "> 1600.0 s (14 workflows unfinished)"},
+			"scale 1000 × 10: time until every pod is released": {"566.5 s", "> 1600.0 s (40 pods still held)"},
+			"scale 1000 × 10: workflow phases":                  {"1000 Succeeded", "14 unfinished, 986 Succeeded"},
+		} {
+			got := row(unfinished.Comparison, figure)
+			if got == nil || got.WFGuard != want[0] || got.Argo != want[1] {
+				t.Errorf("%s = %+v, want %q / %q", figure, got, want[0], want[1])
+			}
+		}
+		var b bytes.Buffer
+		unfinished.WriteText(&b)
+		if !strings.Contains(b.String(), "done > 1600.0 s (14 workflows unfinished), released > 1600.0 s (40 pods still held)") {
+			t.Errorf("the scale details lack argo's unfinished workflows:\n%s", b.String())
+		}
+		if back := roundTrip(t, unfinished); back.Scale[ControllerArgo].UnfinishedAtDeadline != 14 || back.Scale[ControllerWFGuard].UnfinishedAtDeadline != 0 {
+			t.Errorf("after a JSON round trip: argo %+v, wfguard %+v", back.Scale[ControllerArgo], back.Scale[ControllerWFGuard])
+		}
+	})
 	t.Run("the printed report names the failed scenario and keeps the others' targets", func(t *testing.T) {
 		var b bytes.Buffer
 		r.WriteText(&b)
