@@ -35,7 +35,8 @@ func newUpstreamAPI(t *testing.T) *upstreamAPI {
 			fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
 			return
 		}
-		// As the API server may, compress the stream for a client that accepts it.
+		// As the API server may, compress the stream for a client that accepts it; say what was asked.
+		w.Header().Set(sawAcceptEncoding, r.Header.Get("Accept-Encoding"))
 		var out io.Writer = w
 		flush := w.(http.Flusher).Flush
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
@@ -61,6 +62,46 @@ func newUpstreamAPI(t *testing.T) *upstreamAPI {
 	}))
 	t.Cleanup(u.Close)
 	return u
+}
+
+// sawAcceptEncoding is the stand-in's response header naming the Accept-Encoding its request carried.
+const sawAcceptEncoding = "X-Saw-Accept-Encoding"
+
+func TestTheProxyPassesOnTheCompressionItsClientAsksFor(t *testing.T) {
+	u := newUpstreamAPI(t)
+	p, _ := startTestProxy(t, u, proxyOptions{})
+	for _, tc := range []struct {
+		name, acceptEncoding string
+	}{
+		{"a client that turned compression off (a kubeconfig's disable-compression) gets the stream uncompressed, as the API server sent it", ""},
+		{"a client that asks for gzip gets the API server's gzip untouched", "gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/api/v1/namespaces/ns/pods?watch=true", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.acceptEncoding != "" {
+				req.Header.Set("Accept-Encoding", tc.acceptEncoding)
+			}
+			// Neither adding gzip nor undoing it, as a client-go transport with DisableCompression.
+			client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+			defer client.CloseIdleConnections()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if got := resp.Header.Get(sawAcceptEncoding); got != tc.acceptEncoding {
+				t.Errorf("the API server saw Accept-Encoding %q, want %q", got, tc.acceptEncoding)
+			}
+			if got := resp.Header.Get("Content-Encoding"); got != tc.acceptEncoding {
+				t.Errorf("the client got Content-Encoding %q, want %q", got, tc.acceptEncoding)
+			}
+		})
+	}
 }
 
 func startTestProxy(t *testing.T, u *upstreamAPI, o proxyOptions) (*apiProxy, *callCounter) {
