@@ -99,19 +99,28 @@ func names(wfs []*wfv1.Workflow) []string {
 // noneFailed refuses to report numbers of a run where a completed workflow did not succeed; it leaves
 // the unfinished ones to the caller.
 func noneFailed(obs *observer, names []string) error {
-	if phases := obs.phases(names); phases[wfv1.WorkflowSucceeded]+phases[""] != len(names) {
-		return fmt.Errorf("not every completed benchmark workflow succeeded: %v", phases)
-	}
-	return nil
+	return succeeded(obs, names, true)
 }
 
 // allSucceeded refuses to report numbers of a run whose workflows did not all succeed.
 func allSucceeded(obs *observer, groups ...[]string) error {
 	for _, g := range groups {
-		phases := obs.phases(g)
-		if phases[wfv1.WorkflowSucceeded] != len(g) {
-			return fmt.Errorf("not every benchmark workflow succeeded: %v", phases)
+		if err := succeeded(obs, g, false); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// succeeded checks that every named workflow succeeded, or with unfinishedToo is still unfinished.
+func succeeded(obs *observer, names []string, unfinishedToo bool) error {
+	phases := obs.phases(names)
+	ok := phases[wfv1.WorkflowSucceeded]
+	if unfinishedToo {
+		ok += phases[""]
+	}
+	if ok != len(names) {
+		return fmt.Errorf("not every benchmark workflow succeeded: %v", phases)
 	}
 	return nil
 }

@@ -141,12 +141,26 @@ func (e *env) settledMemory(ctx context.Context, p *process) (heap, rss float64,
 	if err != nil {
 		return 0, 0, p.failed(fmt.Errorf("waiting for the RSS to settle (samples %v): %w", last, err))
 	}
-	rss = last[len(last)-1]
+	heap, err = p.heapInuse(ctx)
+	return heap, last[len(last)-1], err
+}
+
+// currentMemory is p's heap in use and RSS now, of a process whose memory is not expected to settle.
+func currentMemory(ctx context.Context, p *process) (heap, rss float64, err error) {
+	if rss, err = p.rss(); err != nil {
+		return 0, 0, p.failed(fmt.Errorf("reading the RSS: %w", err))
+	}
+	heap, err = p.heapInuse(ctx)
+	return heap, rss, err
+}
+
+// heapInuse is go_memstats_heap_inuse_bytes from p's /metrics (0 where it serves none).
+func (p *process) heapInuse(ctx context.Context) (float64, error) {
 	m, err := p.metrics(ctx)
 	if err != nil {
-		return 0, 0, p.failed(fmt.Errorf("scraping %s: %w", p.metricsURL, err))
+		return 0, p.failed(fmt.Errorf("scraping %s: %w", p.metricsURL, err))
 	}
-	return m["go_memstats_heap_inuse_bytes"], rss, nil
+	return m["go_memstats_heap_inuse_bytes"], nil
 }
 
 // settled reports whether the last n samples lie within the fraction tol of their maximum.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/podfinalizer"
 )
 
@@ -55,31 +52,77 @@ func (e *env) orphans(ctx context.Context, report *Report) error {
 	if !e.runs(ControllerWFGuard) {
 		return nil
 	}
-	res := &OrphansResult{Pods: e.opts.OrphanPods}
-	for r := range max(e.opts.OrphanRounds, 1) {
-		round := OrphansRound{ControllerFirst: r%2 == 0}
-		e.opts.progressf("bench:   round %d of %d (%s first)", r+1, max(e.opts.OrphanRounds, 1), map[bool]string{true: "controller", false: "raw loop"}[round.ControllerFirst])
-		sides := []func() error{
-			func() (err error) { round.ControllerSeconds, err = e.controllerSweep(ctx, res.Pods); return err },
-			func() (err error) { round.RawSeconds, err = e.rawSweep(ctx, res.Pods); return err },
-		}
-		if !round.ControllerFirst {
-			slices.Reverse(sides)
-		}
+	k, n := e.opts.OrphanPods, max(e.opts.OrphanRounds, 1)
+	var rounds []OrphansRound
+	for r := range n {
+		var round OrphansRound
+		sides := roundOrder([]orphanSide{sideController, sideRaw}, r)
+		round.ControllerFirst = sides[0] == sideController
+		e.opts.progressf("bench:   round %d of %d (%s first)", r+1, n, sides[0])
 		for _, side := range sides {
-			if err := side(); err != nil {
-				return err
+			seconds, err := e.sweep(ctx, side, k)
+			if err != nil {
+				return fmt.Errorf("orphan round %d of %d, %s: %w", r+1, n, side, err)
+			}
+			if side == sideController {
+				round.ControllerSeconds = seconds
+			} else {
+				round.RawSeconds = seconds
 			}
 		}
 		if round.RawSeconds > 0 {
 			round.Ratio = round.ControllerSeconds / round.RawSeconds
 		}
-		res.Rounds = append(res.Rounds, round)
+		rounds = append(rounds, round)
 	}
-	median := medianOrphansRound(res.Rounds)
-	res.ControllerSeconds, res.RawSeconds, res.Ratio = median.ControllerSeconds, median.RawSeconds, median.Ratio
-	report.Orphans = res
+	report.Orphans = newOrphansResult(k, rounds)
 	return nil
+}
+
+// orphanSide is who releases a round's orphans.
+type orphanSide string
+
+const (
+	sideController orphanSide = "controller"
+	sideRaw        orphanSide = "raw loop"
+)
+
+// namespacePrefix names the namespaces of side's orphans.
+func (s orphanSide) namespacePrefix() string {
+	if s == sideRaw {
+		return "bench-orphans-raw"
+	}
+	return "bench-orphans"
+}
+
+// sweep times side releasing k fresh orphans, then deletes them: released orphans left behind would load
+// the API server's watch cache through every later round and scenario.
+func (e *env) sweep(ctx context.Context, side orphanSide, k int) (float64, error) {
+	ns, err := e.namespace(ctx, side.namespacePrefix())
+	if err != nil {
+		return 0, err
+	}
+	if err := e.createOrphans(ctx, ns, k); err != nil {
+		return 0, err
+	}
+	timed := e.controllerSweep
+	if side == sideRaw {
+		timed = e.rawSweep
+	}
+	seconds, err := timed(ctx, ns, k)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return 0, fmt.Errorf("deleting the released orphans of %s: %w", ns, err)
+	}
+	return seconds, nil
+}
+
+// newOrphansResult is the scenario's result from its rounds: the median round's figures, every round kept.
+func newOrphansResult(pods int, rounds []OrphansRound) *OrphansResult {
+	median := medianOrphansRound(rounds)
+	return &OrphansResult{Pods: pods, Rounds: rounds, ControllerSeconds: median.ControllerSeconds, RawSeconds: median.RawSeconds, Ratio: median.Ratio}
 }
 
 // medianOrphansRound is the round of median ratio (of an even count, the lower middle one).
@@ -102,15 +145,8 @@ func (o *OrphansResult) writeText(w io.Writer) {
 		o.Pods, o.ControllerSeconds, o.RawSeconds, o.Ratio, strings.Join(ratios, ", "))
 }
 
-// controllerSweep starts wfguard on k fresh orphans and times it until every release is seen.
-func (e *env) controllerSweep(ctx context.Context, k int) (float64, error) {
-	ns, err := e.namespace(ctx, "bench-orphans")
-	if err != nil {
-		return 0, err
-	}
-	if err := e.createOrphans(ctx, ns, k); err != nil {
-		return 0, err
-	}
+// controllerSweep starts wfguard on the k orphans of ns and times it until every release is seen.
+func (e *env) controllerSweep(ctx context.Context, ns string, k int) (float64, error) {
 	released, stop, err := watchReleases(ctx, e, ns)
 	if err != nil {
 		return 0, err
@@ -130,25 +166,16 @@ func (e *env) controllerSweep(ctx context.Context, k int) (float64, error) {
 	return time.Since(begin).Seconds(), nil
 }
 
-// rawSweep times the raw patch loop on k fresh orphans.
-func (e *env) rawSweep(ctx context.Context, k int) (float64, error) {
-	ns, err := e.namespace(ctx, "bench-orphans-raw")
+// rawSweep times the raw patch loop on the orphans of ns, through a proxy of its own as the controller's
+// every call goes through one.
+func (e *env) rawSweep(ctx context.Context, ns string, _ int) (float64, error) {
+	_, kubeConfig, closeProxy, err := e.rawClientThroughProxy(ns, newCallCounter())
 	if err != nil {
 		return 0, err
 	}
-	if err := e.createOrphans(ctx, ns, k); err != nil {
-		return 0, err
-	}
-	// Through a proxy of its own with the controller's QPS and burst, as the throughput scenario's raw
-	// clients: the controller's every call pays that hop through the bench process, so the loop's must too.
-	proxy, err := startProxy(e.config, newCallCounter(), proxyOptions{LogPath: filepath.Join(e.tmp, ns+"-raw-proxy.log")})
-	if err != nil {
-		return 0, err
-	}
-	defer proxy.close()
-	kube := kubernetes.NewForConfigOrDie(controller.KubeClientConfig(&rest.Config{Host: proxy.URL(), QPS: float32(e.opts.QPS), Burst: e.opts.Burst}, ""))
+	defer closeProxy()
 	begin := time.Now()
-	if err := rawRelease(ctx, kube, ns); err != nil {
+	if err := rawRelease(ctx, kubernetes.NewForConfigOrDie(kubeConfig), ns); err != nil {
 		return 0, err
 	}
 	return time.Since(begin).Seconds(), nil

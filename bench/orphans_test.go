@@ -30,11 +30,13 @@ func TestTheOrphanSweepIsJudgedOnItsMedianRoundAndPrintsEveryRound(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := sampleReport(ControllerWFGuard)
-			m := medianOrphansRound(tc.rounds)
-			r.Orphans = &OrphansResult{Pods: 5000, Rounds: tc.rounds, ControllerSeconds: m.ControllerSeconds, RawSeconds: m.RawSeconds, Ratio: m.Ratio}
+			r.Orphans = newOrphansResult(5000, tc.rounds)
 			r.evaluate()
-			if d := m.Ratio - tc.wantRatio; d > 1e-9 || d < -1e-9 {
-				t.Errorf("median ratio %.4f, want %.4f", m.Ratio, tc.wantRatio)
+			if d := r.Orphans.Ratio - tc.wantRatio; d > 1e-9 || d < -1e-9 {
+				t.Errorf("median ratio %.4f, want %.4f", r.Orphans.Ratio, tc.wantRatio)
+			}
+			if want := tc.wantRatio * 10; r.Orphans.RawSeconds != 10 || r.Orphans.ControllerSeconds-want > 1e-9 || want-r.Orphans.ControllerSeconds > 1e-9 {
+				t.Errorf("the figures are not the median round's: %+v", r.Orphans)
 			}
 			var got *Target
 			for i := range r.Targets {
@@ -55,7 +57,7 @@ func TestTheOrphanSweepIsJudgedOnItsMedianRoundAndPrintsEveryRound(t *testing.T)
 			}
 		})
 	}
-	if got := medianOrphansRound(nil); got != (OrphansRound{}) {
-		t.Errorf("median of no rounds = %+v", got)
+	if got := newOrphansResult(5000, nil); got.Ratio != 0 || got.ControllerSeconds != 0 {
+		t.Errorf("the result of no rounds = %+v", got)
 	}
 }

@@ -39,6 +39,20 @@ const (
 	rawPipeline
 )
 
+// rawClientThroughProxy starts a proxy counting into calls for a raw client of namespace ns, and returns
+// the client's configs (argo's kinds; Kubernetes' own kinds in protobuf, as wfguard's and the node's clients
+// ask for them) with the controllers' QPS and burst. A raw client reaches the API server as the controllers
+// do, so what the proxy costs (a hop through the bench process for every request and watch event) is not
+// charged to the controllers alone.
+func (e *env) rawClientThroughProxy(ns string, calls *callCounter) (config, kubeConfig *rest.Config, closeProxy func(), err error) {
+	proxy, err := startProxy(e.config, calls, proxyOptions{LogPath: filepath.Join(e.tmp, ns+"-raw-proxy.log")})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	config = &rest.Config{Host: proxy.URL(), QPS: float32(e.opts.QPS), Burst: e.opts.Burst}
+	return config, controller.KubeClientConfig(config, ""), proxy.close, nil
+}
+
 // rawRun does the throughput workload without the controller, making the writes of mode, so its rate is
 // the control plane's own limit for those writes.
 func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, error) {
@@ -49,18 +63,12 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	}
 	ns := obs.namespace
 	defer obs.close()
-	// The raw client reaches the API server as the controllers do: through a counting proxy of its own,
-	// with the controllers' QPS and burst, so what the proxy costs (a hop through the bench process for
-	// every request and watch event) is not charged to the controllers alone.
 	calls := newCallCounter()
-	proxy, err := startProxy(e.config, calls, proxyOptions{LogPath: filepath.Join(e.tmp, ns+"-raw-proxy.log")})
+	config, kubeConfig, closeProxy, err := e.rawClientThroughProxy(ns, calls)
 	if err != nil {
 		return RunStats{}, err
 	}
-	defer proxy.close()
-	config := &rest.Config{Host: proxy.URL(), QPS: float32(e.opts.QPS), Burst: e.opts.Burst}
-	// Pods in protobuf, as wfguard's and the node's clients ask for them.
-	kubeConfig := controller.KubeClientConfig(config, "")
+	defer closeProxy()
 	// It learns of pods and results through a watch of its own, as a controller does. Reacting to the
 	// measuring observer's own events would leave that watch's delivery out of its hops, and charge it to
 	// every controller alone.

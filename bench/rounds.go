@@ -27,7 +27,7 @@ const (
 // roundOrder is the order of round r: the subjects rotated by r, so that across rounds each runs early and
 // late. The API server's watch cache grows during a bench (and with it each new watcher's buffer), so a
 // fixed order favoured whoever ran last.
-func roundOrder(subjects []throughputSubject, r int) []throughputSubject {
+func roundOrder[T any](subjects []T, r int) []T {
 	if len(subjects) == 0 {
 		return nil
 	}

@@ -29,12 +29,12 @@ type ScaleResult struct {
 	PodsPerSec      float64 `json:"podsPerSec"`
 	ReleasedSeconds float64 `json:"releasedSeconds"`
 	HeldAtDeadline  int     `json:"heldAtDeadline,omitempty"`
-	// UnfinishedAtDeadline workflows had not completed by the finish deadline: Seconds is then that
-	// deadline (a lower bound), the release wait is skipped (their pods still run), and the end figures
-	// are taken with them still running.
+	// UnfinishedAtDeadline workflows (argo's only: see finishOutcome) had not completed by the finish
+	// deadline: Seconds then runs from submit to that deadline (a lower bound), PodsPerSec is 0, the release
+	// wait is skipped (their pods still run), and the end figures are taken with them still running.
 	UnfinishedAtDeadline int `json:"unfinishedAtDeadline,omitempty"`
 	// CPUSeconds is the controller process's user + system time, submit → every pod released (or the
-	// release deadline).
+	// release deadline, or with workflows unfinished the finish deadline).
 	CPUSeconds            float64 `json:"cpuSeconds"`
 	CPUSecondsPerWorkflow float64 `json:"cpuSecondsPerWorkflow"`
 	// Heap is go_memstats_heap_inuse_bytes from the controller's /metrics (0 where it serves none), RSS is
@@ -133,17 +133,17 @@ func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, er
 	defer cancel()
 	err = obs.waitWorkflows(waitCtx, names(wfs))
 	elapsed := time.Since(begin)
-	if err != nil && ctx.Err() == nil {
-		// A controller too slow for the deadline is a figure of this run (argo has left a few of 1,000
-		// behind while the API server timed out its requests), not a reason to lose every other figure.
-		res.UnfinishedAtDeadline, err = obs.unfinished(names(wfs)), nil
-		e.opts.progressf("bench:     %s left %d of %d workflows unfinished at the %s deadline", c, res.UnfinishedAtDeadline, n, deadline)
+	if err != nil {
+		exited, _ := p.proc.Exited()
+		if res.UnfinishedAtDeadline, err = finishOutcome(c, err, ctx.Err(), exited, obs.unfinished(names(wfs))); err == nil {
+			e.opts.progressf("bench:     %s left %d of %d workflows unfinished at the %s deadline", c, res.UnfinishedAtDeadline, n, deadline)
+		}
 	}
 	if err == nil {
 		err = noneFailed(obs, names(wfs))
 	}
 	if err == nil && res.UnfinishedAtDeadline > 0 {
-		res.HeldAtDeadline = obs.held()
+		res.HeldAtDeadline = obs.held() // their pods still run: no release to wait for
 	} else if err == nil {
 		// Releasing gets a deadline of its own: argo releases its pods through a rate-limited cleanup
 		// queue long after its workflows complete. Pods still held then are a figure, not a failure.
@@ -162,16 +162,23 @@ func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, er
 		return nil, p.failed(err)
 	}
 	if cerr != nil {
-		return nil, cerr
+		return nil, p.failed(cerr)
 	}
-	res.Seconds, res.PodsPerSec, res.Phases = elapsed.Seconds(), perSecond(n*m, elapsed), obs.phases(names(wfs))
+	res.Seconds, res.Phases = elapsed.Seconds(), obs.phases(names(wfs))
+	if res.UnfinishedAtDeadline == 0 { // unfinished work has no rate
+		res.PodsPerSec = perSecond(n*m, elapsed)
+	}
 	res.ReleasedSeconds, res.CPUSeconds = released.Seconds(), cpuAfter-cpuBefore
 	res.PeakHeapInuseBytes, res.PeakRSSBytes, res.PeakPodsCached = peak.heap, peak.rss, peak.podsCached
-	e.opts.progressf("bench:     %d workflows × %d pods done in %.1f s, released in %.1f s", n, m, res.Seconds, res.ReleasedSeconds)
+	e.opts.progressf("bench:     %d workflows × %d pods done in %s, released in %s", n, m, finishedSummary(res), releasedSummary(res))
 	if res.EndPodsCached, err = p.podsCachedOnceDrained(ctx); err != nil {
 		return nil, err
 	}
-	if res.EndHeapInuseBytes, res.EndRSSBytes, err = e.settledMemory(ctx, p); err != nil {
+	endMemory := e.settledMemory
+	if res.UnfinishedAtDeadline > 0 {
+		endMemory = currentMemory // still working: its memory need not settle
+	}
+	if res.EndHeapInuseBytes, res.EndRSSBytes, err = endMemory(ctx, p); err != nil {
 		return nil, err
 	}
 	if err := p.saveEndHeapProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-")); err != nil {
@@ -328,18 +335,44 @@ func (r *Report) scaleRows() []ComparisonRow {
 	return rows
 }
 
+// finishOutcome is what a scale run's wait for its workflows (waitErr) means. A bench cancelled (parentErr),
+// a controller process that died, or wfguard (the subject under test) leaving work unfinished is a failure.
+// Argo still running with workflows unfinished at the deadline is a figure, their count: argo is the
+// reference, measured as it is (it has left a few of 1,000 behind while the API server timed out its
+// requests), and its slowness must not lose every other figure of the run.
+func finishOutcome(c string, waitErr, parentErr error, exited bool, unfinished int) (int, error) {
+	if waitErr == nil {
+		return 0, nil
+	}
+	if parentErr != nil || exited || c != ControllerArgo || unfinished == 0 {
+		return 0, waitErr
+	}
+	return unfinished, nil
+}
+
 // finishedSummary is the time until every workflow completed and the rate, or how many had not when the
 // bench stopped waiting.
 func finishedSummary(s *ScaleResult) string {
 	if s.UnfinishedAtDeadline > 0 {
 		return fmt.Sprintf("> %.1f s (%d workflows unfinished)", s.Seconds, s.UnfinishedAtDeadline)
 	}
-	return fmt.Sprintf("%.1f s (%.1f)", s.Seconds, s.PodsPerSec)
+	return fmt.Sprintf("%.1f s (%s)", s.Seconds, rateOrNA(s))
+}
+
+// rateOrNA is the scale run's pods/s, notApplicable when workflows were left unfinished.
+func rateOrNA(s *ScaleResult) string {
+	if s.UnfinishedAtDeadline > 0 {
+		return notApplicable
+	}
+	return fmt.Sprintf("%.1f", s.PodsPerSec)
 }
 
 // releasedSummary is the time until every pod was released, or how many were still held when the bench
 // stopped waiting.
 func releasedSummary(s *ScaleResult) string {
+	if s.UnfinishedAtDeadline > 0 {
+		return fmt.Sprintf("not waited for (%d pods held)", s.HeldAtDeadline)
+	}
 	if s.HeldAtDeadline > 0 {
 		return fmt.Sprintf("> %.1f s (%d pods still held)", s.ReleasedSeconds, s.HeldAtDeadline)
 	}
@@ -370,8 +403,8 @@ func (r *Report) writeScale(w io.Writer) {
 		if s.PeakPodsCached != nil && s.EndPodsCached != nil {
 			cached = fmt.Sprintf("%.0f peak, %.0f end", *s.PeakPodsCached, *s.EndPodsCached)
 		}
-		fmt.Fprintf(tw, "  %s\tdone %s, released %s\t%.1f pods/s\theap %s → peak %s → end %s\tRSS %s → peak %s → end %s\tCPU %.1f s\tpods cached %s\n", c,
-			finishedSummary(s), releasedSummary(s), s.PodsPerSec, mibOrNA(s.BaselineHeapInuseBytes), mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes),
+		fmt.Fprintf(tw, "  %s\tdone %s, released %s\t%s pods/s\theap %s → peak %s → end %s\tRSS %s → peak %s → end %s\tCPU %.1f s\tpods cached %s\n", c,
+			finishedSummary(s), releasedSummary(s), rateOrNA(s), mibOrNA(s.BaselineHeapInuseBytes), mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes),
 			mib(s.BaselineRSSBytes), mib(s.PeakRSSBytes), mib(s.EndRSSBytes), s.CPUSeconds, cached)
 	}
 	tw.Flush()

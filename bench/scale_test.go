@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -27,6 +29,37 @@ func TestWorkflowsStillRunningAreCountedAndOnlyACompletedFailureRefusesTheRun(t 
 			}
 			if err := noneFailed(obs, names); (err != nil) != tc.wantRefused {
 				t.Errorf("noneFailed = %v, want refused %v", err, tc.wantRefused)
+			}
+		})
+	}
+}
+
+func TestOnlyArgoStillRunningMayLeaveScaleWorkUnfinished(t *testing.T) {
+	deadline := errors.New("waiting for 14 of 1000 workflows to complete: context deadline exceeded")
+	for _, tc := range []struct {
+		sentence       string
+		controller     string
+		waitErr        error
+		parentErr      error
+		exited         bool
+		unfinished     int
+		wantUnfinished int
+		wantErr        bool
+	}{
+		{"every workflow finished in time", ControllerWFGuard, nil, nil, false, 0, 0, false},
+		{"argo still running at the deadline leaves a figure", ControllerArgo, deadline, nil, false, 14, 14, false},
+		{"wfguard, the subject under test, leaving work unfinished fails the run", ControllerWFGuard, deadline, nil, false, 14, 0, true},
+		{"argo's process dying is a failure, not slowness", ControllerArgo, deadline, nil, true, 14, 0, true},
+		{"a cancelled bench is a failure, whoever runs", ControllerArgo, context.Canceled, context.Canceled, false, 14, 0, true},
+		{"a wait that failed with nothing unfinished is a failure", ControllerArgo, deadline, nil, false, 0, 0, true},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			got, err := finishOutcome(tc.controller, tc.waitErr, tc.parentErr, tc.exited, tc.unfinished)
+			if got != tc.wantUnfinished || (err != nil) != tc.wantErr {
+				t.Errorf("finishOutcome = %d, %v; want %d, error %v", got, err, tc.wantUnfinished, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, tc.waitErr) {
+				t.Errorf("the failure %v does not carry the wait's error %v", err, tc.waitErr)
 			}
 		})
 	}
