@@ -105,11 +105,12 @@ func (e *env) sweep(ctx context.Context, side orphanSide, k int) (float64, error
 	if err := e.createOrphans(ctx, ns, k); err != nil {
 		return 0, err
 	}
-	timed := e.controllerSweep
+	var seconds float64
 	if side == sideRaw {
-		timed = e.rawSweep
+		seconds, err = e.rawSweep(ctx, ns)
+	} else {
+		seconds, err = e.controllerSweep(ctx, ns, k)
 	}
-	seconds, err := timed(ctx, ns, k)
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +169,7 @@ func (e *env) controllerSweep(ctx context.Context, ns string, k int) (float64, e
 
 // rawSweep times the raw patch loop on the orphans of ns, through a proxy of its own as the controller's
 // every call goes through one.
-func (e *env) rawSweep(ctx context.Context, ns string, _ int) (float64, error) {
+func (e *env) rawSweep(ctx context.Context, ns string) (float64, error) {
 	_, kubeConfig, closeProxy, err := e.rawClientThroughProxy(ns, newCallCounter())
 	if err != nil {
 		return 0, err

@@ -305,6 +305,9 @@ func TestAFailedScenarioAndPodsStillHeldAreReportedBesideTheOtherFigures(t *test
 		if !strings.Contains(b.String(), "done > 1600.0 s (14 workflows unfinished), released not waited for (40 pods held)  - pods/s") {
 			t.Errorf("the scale details lack argo's unfinished workflows:\n%s", b.String())
 		}
+		if !regexp.MustCompile(`wfguard +done 566\.5 s, released 566\.5 s +17\.7 pods/s +heap`).MatchString(b.String()) {
+			t.Errorf("the scale details of a finished run should give its time, then its rate once:\n%s", b.String())
+		}
 		if back := roundTrip(t, unfinished); back.Scale[ControllerArgo].UnfinishedAtDeadline != 14 || back.Scale[ControllerWFGuard].UnfinishedAtDeadline != 0 {
 			t.Errorf("after a JSON round trip: argo %+v, wfguard %+v", back.Scale[ControllerArgo], back.Scale[ControllerWFGuard])
 		}

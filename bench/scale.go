@@ -170,7 +170,7 @@ func (e *env) scaleOf(ctx context.Context, c string, n, m int) (*ScaleResult, er
 	}
 	res.ReleasedSeconds, res.CPUSeconds = released.Seconds(), cpuAfter-cpuBefore
 	res.PeakHeapInuseBytes, res.PeakRSSBytes, res.PeakPodsCached = peak.heap, peak.rss, peak.podsCached
-	e.opts.progressf("bench:     %d workflows × %d pods done in %s, released in %s", n, m, finishedSummary(res), releasedSummary(res))
+	e.opts.progressf("bench:     %d workflows × %d pods done in %s, released in %s", n, m, finishedTime(res), releasedSummary(res))
 	if res.EndPodsCached, err = p.podsCachedOnceDrained(ctx); err != nil {
 		return nil, err
 	}
@@ -350,13 +350,21 @@ func finishOutcome(c string, waitErr, parentErr error, exited bool, unfinished i
 	return unfinished, nil
 }
 
-// finishedSummary is the time until every workflow completed and the rate, or how many had not when the
-// bench stopped waiting.
-func finishedSummary(s *ScaleResult) string {
+// finishedTime is the time until every workflow completed, or a lower bound naming how many had not when
+// the bench stopped waiting.
+func finishedTime(s *ScaleResult) string {
 	if s.UnfinishedAtDeadline > 0 {
 		return fmt.Sprintf("> %.1f s (%d workflows unfinished)", s.Seconds, s.UnfinishedAtDeadline)
 	}
-	return fmt.Sprintf("%.1f s (%s)", s.Seconds, rateOrNA(s))
+	return fmt.Sprintf("%.1f s", s.Seconds)
+}
+
+// finishedSummary is finishedTime with the rate, once every workflow finished.
+func finishedSummary(s *ScaleResult) string {
+	if s.UnfinishedAtDeadline > 0 {
+		return finishedTime(s)
+	}
+	return fmt.Sprintf("%s (%.1f)", finishedTime(s), s.PodsPerSec)
 }
 
 // rateOrNA is the scale run's pods/s, notApplicable when workflows were left unfinished.
@@ -404,7 +412,7 @@ func (r *Report) writeScale(w io.Writer) {
 			cached = fmt.Sprintf("%.0f peak, %.0f end", *s.PeakPodsCached, *s.EndPodsCached)
 		}
 		fmt.Fprintf(tw, "  %s\tdone %s, released %s\t%s pods/s\theap %s → peak %s → end %s\tRSS %s → peak %s → end %s\tCPU %.1f s\tpods cached %s\n", c,
-			finishedSummary(s), releasedSummary(s), rateOrNA(s), mibOrNA(s.BaselineHeapInuseBytes), mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes),
+			finishedTime(s), releasedSummary(s), rateOrNA(s), mibOrNA(s.BaselineHeapInuseBytes), mibOrNA(s.PeakHeapInuseBytes), mibOrNA(s.EndHeapInuseBytes),
 			mib(s.BaselineRSSBytes), mib(s.PeakRSSBytes), mib(s.EndRSSBytes), s.CPUSeconds, cached)
 	}
 	tw.Flush()
