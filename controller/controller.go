@@ -35,6 +35,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller/engine"
+	"github.com/wfguard/wfguard/controller/passdemand"
 	"github.com/wfguard/wfguard/controller/promptqueue"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/custommetrics"
@@ -177,6 +178,9 @@ type Controller struct {
 	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
 	deferredMu sync.Mutex
 	deferred   map[string]time.Time
+
+	// demand records what asks for each key's next pass: a queued key with neither runs none.
+	demand passdemand.Ledger
 
 	decodes decodeCache // each running workflow's cache copy, decoded once per resourceVersion
 }
@@ -322,11 +326,11 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Ours:      c.actionIsOurs,
 	}
 	// A released lock wakes the workflows next in line for it.
-	c.locks = synchronization.NewManager(func(key string) { c.queue.Add(key) })
+	c.locks = synchronization.NewManager(c.changed)
 	c.throttle = throttle.New(func() (int, int) {
 		cfg := controllerconfig.CurrentOf(opts.Config)
 		return cfg.Parallelism, cfg.NamespaceParallelism
-	}, func(key string) { c.queue.Add(key) })
+	}, c.changed)
 	if c.retain, err = c.newRetention(); err != nil {
 		return nil, err
 	}
@@ -466,12 +470,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.crashed.Load() {
+		return false // a shut-down queue still hands out what it holds; a dead process takes nothing
+	}
+	if !c.admit(key) {
+		return true
+	}
 	if am := c.opts.ArgoMetrics; am != nil {
 		am.WorkerBusy(argometrics.WorkflowQueue)
 		defer am.WorkerFree(argometrics.WorkflowQueue)
-	}
-	if c.crashed.Load() {
-		return false // a shut-down queue still hands out what it holds; a dead process takes nothing
 	}
 	if h := c.opts.Hooks.ReconcileStart; h != nil {
 		h(key)
@@ -485,7 +492,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		if c.handlePanic(ctx, key, panicked) {
 			c.queue.Forget(key) // the workflow records the panic; its write's echo brings the key back
 		} else {
-			c.queue.AddRateLimited(key)
+			c.retry(key)
 		}
 		return true
 	}
@@ -509,19 +516,41 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.log.Error("reconcile exceeded its deadline; abandoned and retrying with backoff", "workflow", key,
 			"deadline", c.opts.PassDeadline, "err", err)
 		c.reportDeadline(key)
-		c.queue.AddRateLimited(key)
+		c.retry(key)
 	case err != nil:
 		c.metrics.reconciles.WithLabelValues(resultError).Inc()
 		c.log.Error("reconcile failed; retrying with backoff", "workflow", key, "err", err)
-		c.queue.AddRateLimited(key)
+		c.retry(key)
 	default:
 		c.metrics.reconciles.WithLabelValues(resultSuccess).Inc()
 		c.queue.Forget(key)
 		if requeueAfter > 0 {
+			c.demand.Requested(key, c.clock.Now().Add(requeueAfter))
 			c.queue.AddAfter(key, requeueAfter)
 		}
 	}
 	return true
+}
+
+// admit decides whether key, just handed out, runs a pass (passdemand). A delayed entry whose change a
+// later pass already saw runs none; one that came before the time a pass asked for is queued again for the
+// rest of it, since the queue kept only the earlier of the two delays.
+func (c *Controller) admit(key string) bool {
+	run, wait := c.demand.Begin(key, c.clock.Now())
+	if run {
+		return true
+	}
+	c.metrics.passesSkipped.Inc()
+	if wait > 0 {
+		c.queue.AddAfter(key, wait)
+	}
+	return false
+}
+
+// retry queues key again with backoff; its pass runs whenever the backoff ends.
+func (c *Controller) retry(key string) {
+	c.demand.Requested(key, c.clock.Now())
+	c.queue.AddRateLimited(key)
 }
 
 // restoreLocks rebuilds the lock table from the running workflows' status.synchronization before any

@@ -152,7 +152,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 				c.cacheCaughtUp(n)
 				if c.ownEcho(n) {
 					// Nothing new to see; a late look still catches anything a pass left for its echo.
-					c.queue.AddAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)
+					c.changedAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)
 					return
 				}
 				c.enqueueObject(obj)
@@ -229,7 +229,7 @@ func (c *Controller) enqueueAction(obj any) {
 		obj = tomb.Obj
 	}
 	if a, ok := obj.(*v1alpha1.WorkflowAction); ok {
-		c.queue.Add(actions.WorkflowKey(a))
+		c.changed(actions.WorkflowKey(a))
 	}
 }
 
@@ -293,7 +293,7 @@ func (c *Controller) enqueueObject(obj any) {
 		c.log.Error("computing workflow key", "err", err)
 		return
 	}
-	c.queue.Add(key)
+	c.changed(key)
 }
 
 // enqueueOwnerAfter enqueues the owner after delay (0: at once).
@@ -304,7 +304,7 @@ func (c *Controller) enqueueOwnerAfter(obj any, delay time.Duration) {
 	}
 	if o, err := meta.Accessor(obj); err == nil {
 		if key := workflowKeyOf(o); key != "" {
-			c.queue.AddAfter(key, delay)
+			c.changedAfter(key, delay)
 		}
 	}
 }
@@ -319,8 +319,21 @@ func (c *Controller) enqueueOwner(obj any) {
 		return
 	}
 	if key := workflowKeyOf(o); key != "" {
-		c.queue.Add(key)
+		c.changed(key)
 	}
+}
+
+// changed queues key for a pass at once: it changed. The ledger learns of the change before the queue, so
+// no worker can take the key and find nothing recorded.
+func (c *Controller) changed(key string) {
+	c.demand.Changed(key)
+	c.queue.Add(key)
+}
+
+// changedAfter queues key for a pass after delay, for a change seen now; a pass that begins sooner sees it.
+func (c *Controller) changedAfter(key string, delay time.Duration) {
+	c.demand.Changed(key)
+	c.queue.AddAfter(key, delay)
 }
 
 // podsOf returns the workflow's pods by node ID: only those podidentity says the controller created for

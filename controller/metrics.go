@@ -28,6 +28,7 @@ type metrics struct {
 	persists          *prometheus.CounterVec
 	staleSkips        prometheus.Counter
 	ownCopyPasses     prometheus.Counter
+	passesSkipped     prometheus.Counter
 	podsCreated       prometheus.Counter
 	podsStopped       prometheus.Counter
 	completed         *prometheus.CounterVec
@@ -47,6 +48,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Cache copies skipped because they were older than our last write and that write's stored object was no longer held."}),
 		ownCopyPasses: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_passes_from_own_write_total",
 			Help: "Passes that started from the object our last write stored, because the cache copy was older (the informer had not delivered that write yet)."}),
+		passesSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_passes_skipped_total",
+			Help: "Workflow keys handed out by the queue that ran no pass: nothing changed since their last pass began, and no pass asked to run by then (a delayed entry outlived its reason)."}),
 		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_created_total",
 			Help: "Pods created for workflow nodes."}),
 		podsStopped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_stopped_total",
@@ -58,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
 			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.podsCreated, m.podsStopped, m.completed,
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
 		m.ignoredPods, m.completedRestored} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

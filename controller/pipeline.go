@@ -121,6 +121,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // pods' finalizers go.
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.decodes.forget(key)
+	c.demand.Forget(key)
 	c.results.SetWaiting(key, 0)
 	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
 	c.throttle.Remove(key)
@@ -261,7 +262,7 @@ func (c *Controller) drainActions(ctx context.Context, p *pass) {
 func (c *Controller) skipStale(key string, u *unstructured.Unstructured) {
 	c.awaitEcho(key)
 	if cur, ok, _ := c.inf.workflows.GetIndexer().GetByKey(key); ok && !c.isStale(cur.(*unstructured.Unstructured)) {
-		c.queue.Add(key) // the echo arrived before we noted we wait for it
+		c.changed(key) // the echo arrived before we noted we wait for it
 	}
 	c.metrics.staleSkips.Inc()
 	c.log.Debug("skipping a cache copy older than our last write", "workflow", key, "resourceVersion", u.GetResourceVersion())
