@@ -186,8 +186,8 @@ func nodePhaseChanged(before, after map[string]any) bool {
 }
 
 // coalesce decides whether an informational-only pass of key that may wait window is written now. It
-// returns how long to wait before writing, 0 meaning write now; the first deferred pass of a key starts
-// the window, whatever its length.
+// returns how long to wait before writing, 0 meaning write now. The window starts at the first event of a
+// change that may wait (noteInformational), or else at the first deferred pass, whatever its length.
 func (c *Controller) coalesce(key string, now time.Time, window time.Duration) time.Duration {
 	if window <= 0 {
 		return 0
@@ -205,8 +205,19 @@ func (c *Controller) coalesce(key string, now time.Time, window time.Duration) t
 	return 0
 }
 
-// wroteStatus ends key's coalescing window: everything deferred is in the write just made.
-func (c *Controller) wroteStatus(key string) {
+// noteInformational starts key's coalescing window at now, unless one is open: an event that may wait was
+// seen. Its delayed pass then comes when the window is over and writes, instead of deferring once more and
+// running again a window later.
+func (c *Controller) noteInformational(key string, now time.Time) {
+	c.deferredMu.Lock()
+	defer c.deferredMu.Unlock()
+	if _, open := c.deferred[key]; !open {
+		c.deferred[key] = now
+	}
+}
+
+// closeWindow ends key's coalescing window: nothing waits any more, written just now or found unchanged.
+func (c *Controller) closeWindow(key string) {
 	c.deferredMu.Lock()
 	delete(c.deferred, key)
 	c.deferredMu.Unlock()
@@ -214,14 +225,17 @@ func (c *Controller) wroteStatus(key string) {
 
 func (c *Controller) forgetDeferred(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.wroteStatus(key)
+		c.closeWindow(key)
 	}
 }
 
 // informationalDelay is how long the event from old to obj (old nil: an add) may wait before its workflow
-// is reconciled: the coalescing window for pod and result changes that decide nothing, 0 for those that
-// may (a pod ending or going away, a finalizer or label change, a result becoming complete while its pod
-// has ended or is gone).
+// is reconciled: 0 for pod and result changes that may decide something (a pod ending or going away, a
+// finalizer or label change, a result becoming complete while its pod has ended or is gone), the coalescing
+// window for a pod starting to run, whose node goes Running, and detailWindows for the rest, which only add
+// details the node's Running or completion write carries (a pod created or bound, container states, a result
+// placeholder, outputs before completion, a result completing while its pod still runs). A pass queued
+// for a detail would defer until its node's next write anyway.
 func (c *Controller) informationalDelay(old, obj any) time.Duration {
 	window := c.opts.StatusCoalesceWindow
 	if window <= 0 {
@@ -230,10 +244,13 @@ func (c *Controller) informationalDelay(old, obj any) time.Duration {
 	switch n := obj.(type) {
 	case *corev1.Pod:
 		o, _ := old.(*corev1.Pod)
-		if decisivePodChange(o, n) {
+		switch {
+		case decisivePodChange(o, n):
 			return 0
+		case n.Status.Phase == corev1.PodRunning && (o == nil || o.Status.Phase != corev1.PodRunning):
+			return window
 		}
-		return window
+		return detailWindows * window
 	case *wfv1.WorkflowTaskResult:
 		o, _ := old.(*wfv1.WorkflowTaskResult)
 		becameComplete := n.Labels[common.LabelKeyReportOutputsCompleted] == "true" &&
@@ -241,7 +258,7 @@ func (c *Controller) informationalDelay(old, obj any) time.Duration {
 		if becameComplete && !c.resultPodRunning(n) {
 			return 0
 		}
-		return window
+		return detailWindows * window
 	}
 	return 0
 }

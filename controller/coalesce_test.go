@@ -109,13 +109,30 @@ func TestTheWindowStartsAtTheFirstDeferredPassAndEndsWithAWrite(t *testing.T) {
 			t.Fatalf("%s: got %s, want %s", s.sentence, got, s.want)
 		}
 	}
-	c.wroteStatus("ns/wf")
+	c.closeWindow("ns/wf")
 	if got := c.coalesce("ns/wf", t0.Add(5*time.Second), time.Second); got != time.Second {
 		t.Fatalf("after a write a new window starts: got %s", got)
 	}
 	off := &Controller{deferred: map[string]time.Time{}}
 	if got := off.coalesce("ns/wf", t0, 0); got != 0 {
 		t.Fatalf("a zero window writes every pass: got %s", got)
+	}
+}
+
+func TestTheWindowOfAChangeStartsAtItsFirstEventAndAnUnchangedPassClosesIt(t *testing.T) {
+	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}, deferred: map[string]time.Time{}}
+	t0 := time.Unix(1000, 0)
+	c.noteInformational("ns/wf", t0)
+	c.noteInformational("ns/wf", t0.Add(400*time.Millisecond))
+	if got := c.coalesce("ns/wf", t0.Add(time.Second), time.Second); got != 0 {
+		t.Fatalf("the pass its delayed event brings one window after the first event should write, not wait %s more", got)
+	}
+	if got := c.coalesce("ns/wf", t0.Add(time.Second), 5*time.Second); got != 4*time.Second {
+		t.Fatalf("details alone wait the rest of five windows from the first event: got %s", got)
+	}
+	c.closeWindow("ns/wf") // a pass that found nothing to write
+	if got := c.coalesce("ns/wf", t0.Add(10*time.Second), time.Second); got != time.Second {
+		t.Fatalf("after an unchanged pass an old event no longer shortens the window of a new change: got %s", got)
 	}
 }
 
@@ -197,19 +214,21 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		old, obj any
 		want     time.Duration
 	}{
-		{"a pod created Pending waits", nil, pod(corev1.PodPending), time.Second},
-		{"a pod going Running waits", pod(corev1.PodPending), pod(corev1.PodRunning), time.Second},
-		{"a running pod's container status change waits", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.Status.PodIP = "1.2.3.4" }), time.Second},
+		{"a pod created Pending waits for its details window", nil, pod(corev1.PodPending), 5 * time.Second},
+		{"a pod bound to a node waits for its details window", pod(corev1.PodPending), pod(corev1.PodPending, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), 5 * time.Second},
+		{"a pod going Running waits one window: its node goes Running", pod(corev1.PodPending), pod(corev1.PodRunning), time.Second},
+		{"a pod first seen Running waits one window", nil, pod(corev1.PodRunning), time.Second},
+		{"a running pod's container status change waits for its details window", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.Status.PodIP = "1.2.3.4" }), 5 * time.Second},
 		{"a pod that succeeds is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodSucceeded), 0},
 		{"a pod that fails is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodFailed), 0},
 		{"a pod being deleted is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), 0},
 		{"a pod losing its finalizer is reconciled at once", pod(corev1.PodSucceeded), pod(corev1.PodSucceeded, func(p *corev1.Pod) { p.Finalizers = nil }), 0},
 		{"a terminal pod first seen (relist) is reconciled at once", nil, pod(corev1.PodSucceeded), 0},
-		{"a result placeholder waits", nil, result("false"), time.Second},
-		{"outputs before completion wait", result("false"), result("false"), time.Second},
+		{"a result placeholder waits for its details window", nil, result("false"), 5 * time.Second},
+		{"outputs before completion wait for their details window", result("false"), result("false"), 5 * time.Second},
 		{"a result becoming complete is reconciled at once", result("false"), result("true"), 0},
 		{"a result first seen complete is reconciled at once", nil, result("true"), 0},
-		{"a result completing while its pod runs waits: the pod's end decides", result("false"), resultOf("wf-2", result("true")), time.Second},
+		{"a result completing while its pod runs waits for its details window: the pod's end decides", result("false"), resultOf("wf-2", result("true")), 5 * time.Second},
 		{"a result completing after its pod ended is reconciled at once", result("false"), resultOf("wf-3", result("true")), 0},
 		{"a running pod that only claims the node does not hold its result back", result("false"), resultOf("wf-4", result("true")), 0},
 		{"a result of another workflow's node is not held back by this one's pod", result("false"),

@@ -120,7 +120,7 @@ func (c *Controller) markError(ctx context.Context, key, msg string) (bool, erro
 		return false, fmt.Errorf("erroring workflow %s after its pass panicked: %w", key, err)
 	}
 	c.recordWrite(updated)
-	c.wroteStatus(key)
+	c.closeWindow(key)
 	c.recorder.Event(updated, corev1.EventTypeWarning, ReasonReconcilePanicked, msg)
 	c.metrics.completed.WithLabelValues(string(wfv1.WorkflowError)).Inc()
 	return true, nil

@@ -304,6 +304,7 @@ func (c *Controller) enqueueOwnerAfter(obj any, delay time.Duration) {
 	}
 	if o, err := meta.Accessor(obj); err == nil {
 		if key := workflowKeyOf(o); key != "" {
+			c.noteInformational(key, c.clock.Now())
 			c.changedAfter(key, delay)
 		}
 	}
