@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
@@ -63,5 +65,69 @@ func TestAKeyHandedOutRunsAPassOnlyForAChangeOrTheTimeAPassAskedFor(t *testing.T
 	c.demand.Requested(key, fake.Now()) // a retry after an error
 	if !c.admit(key) {
 		t.Fatal("a retry should always run a pass")
+	}
+}
+
+func TestUpdatesThatArriveWhileOurWriteIsOnTheWireWaitForItsAnswer(t *testing.T) {
+	const key = "ns/wf"
+	const uid = types.UID("u")
+	update := func(rv string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: uid, ResourceVersion: rv}
+	}
+	for _, tc := range []struct {
+		sentence   string
+		window     time.Duration
+		waiting    bool     // a pass skipped a stale copy and waits for our echo
+		arrive     []string // update events while the write is on the wire
+		stored     string   // what the write stored; "" if it failed
+		wantHeld   bool
+		wantAtOnce bool // queued at once rather than for a late look
+	}{
+		{"our write's echo that beat the answer is looked at one window later", time.Second, false, []string{"5"}, "5", true, false},
+		{"someone else's update meanwhile is queued at once", time.Second, false, []string{"4"}, "5", true, true},
+		{"our echo and another update: at once", time.Second, false, []string{"5", "6"}, "5", true, true},
+		{"a failed write queues what arrived at once", time.Second, false, []string{"5"}, "", true, true},
+		{"a pass waiting for our echo runs at once", time.Second, true, []string{"5"}, "5", true, true},
+		{"with coalescing off nothing is held", 0, false, []string{"5"}, "5", false, true},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			fake := testingclock.NewFakeClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+			q := promptqueue.New(promptqueue.Config{Name: "hold-test", Clock: fake, RateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()})
+			defer q.ShutDown()
+			c := &Controller{opts: Options{StatusCoalesceWindow: tc.window}, clock: fake, queue: q, staleWaiters: map[string]struct{}{}}
+			if tc.waiting {
+				c.awaitEcho(key)
+			}
+			if c.heldForWrite(update("3")) {
+				t.Fatal("an update with no write on the wire was held")
+			}
+			c.holdUpdates(uid)
+			for _, rv := range tc.arrive {
+				if held := c.heldForWrite(update(rv)); held != tc.wantHeld {
+					t.Fatalf("update %s held = %v, want %v", rv, held, tc.wantHeld)
+				}
+				if !tc.wantHeld {
+					c.changed(key) // what the handler does with an update it does not hold
+				}
+			}
+			c.releaseUpdates(key, uid, tc.stored)
+			if got := q.Len() == 1; got != tc.wantAtOnce {
+				t.Fatalf("queued at once = %v, want %v", got, tc.wantAtOnce)
+			}
+			if !tc.wantAtOnce {
+				fake.Step(tc.window)
+				if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					return q.Len() == 1, nil
+				}); err != nil {
+					t.Fatalf("the late look never came: %v", err)
+				}
+			}
+			if _, waits := c.staleWaiters[key]; waits && tc.waiting {
+				t.Error("the pass waiting for our echo still waits after it arrived")
+			}
+			if c.heldForWrite(update("9")) {
+				t.Error("updates are still held after the write's answer")
+			}
+		})
 	}
 }

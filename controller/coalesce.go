@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wfguard/wfguard/extstatus"
@@ -323,6 +324,59 @@ func (c *Controller) ownEcho(obj metav1.Object) bool {
 		return false
 	}
 	return true
+}
+
+// holdUpdates starts holding uid's update events: a write of it is on the wire (storeWorkflow). Only with
+// coalescing on, as ownEcho.
+func (c *Controller) holdUpdates(uid types.UID) {
+	if c.opts.StatusCoalesceWindow <= 0 {
+		return
+	}
+	c.writtenMu.Lock()
+	if c.inFlight == nil {
+		c.inFlight = map[types.UID][]string{}
+	}
+	c.inFlight[uid] = []string{}
+	c.writtenMu.Unlock()
+}
+
+// heldForWrite reports whether obj's update event is held because a write of its workflow is on the wire.
+func (c *Controller) heldForWrite(obj metav1.Object) bool {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	held, ok := c.inFlight[obj.GetUID()]
+	if ok {
+		c.inFlight[obj.GetUID()] = append(held, obj.GetResourceVersion())
+	}
+	return ok
+}
+
+// releaseUpdates ends uid's write (stored: the resourceVersion it stored, "" if it failed) and queues what
+// was held as the handler would have with the write recorded: its own echo for a late look (at once if a
+// pass waits for it), any other update as a change.
+func (c *Controller) releaseUpdates(key string, uid types.UID, stored string) {
+	c.writtenMu.Lock()
+	held := c.inFlight[uid]
+	delete(c.inFlight, uid)
+	own, other := false, false
+	for _, rv := range held {
+		if stored != "" && rv == stored {
+			own = true
+		} else {
+			other = true
+		}
+	}
+	if _, waiting := c.staleWaiters[key]; own && waiting {
+		delete(c.staleWaiters, key) // as ownEcho: the pass that waits for this echo runs now
+		other = true
+	}
+	c.writtenMu.Unlock()
+	switch {
+	case other:
+		c.changed(key)
+	case own:
+		c.changedAfter(key, c.opts.StatusCoalesceWindow)
+	}
 }
 
 // awaitEcho notes that key skipped a stale copy and must be reconciled when our write reaches the cache.

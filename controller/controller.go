@@ -174,6 +174,9 @@ type Controller struct {
 	written   map[types.UID]lastWrite
 	// staleWaiters are keys whose last pass skipped a stale copy: our write's echo must reconcile them.
 	staleWaiters map[string]struct{}
+	// inFlight holds, per UID with a write on the wire, the resourceVersions of the workflow's update events
+	// that arrived meanwhile (storeWorkflow).
+	inFlight map[types.UID][]string
 
 	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
 	deferredMu sync.Mutex

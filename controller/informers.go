@@ -155,6 +155,9 @@ func (c *Controller) newInformers() (*informerSet, error) {
 					c.changedAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)
 					return
 				}
+				if c.heldForWrite(n) {
+					return // queued once the write's answer tells whether it is our echo
+				}
 				c.enqueueObject(obj)
 			}
 		},

@@ -84,7 +84,7 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 			last = err
 			continue
 		}
-		stored, err := c.putWorkflow(ctx, fitted, body)
+		err = c.storeWorkflow(ctx, fitted, body)
 		if _, permanent := classifyWriteError(err); permanent {
 			last = err
 			continue
@@ -92,7 +92,6 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		if err != nil {
 			return dropped, fmt.Errorf("ending workflow %s Error because its status cannot be stored: %w", p.key, err)
 		}
-		c.recordStored(stored)
 		c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
 		p.WF = wf
 		// The pass's own Events announce what was not stored; these say what was. WorkflowFailed is argo's
