@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/podidentity"
 )
@@ -209,18 +210,30 @@ func (c *Controller) coalesce(key string, now time.Time, window time.Duration) t
 // noteInformational starts key's coalescing window at now, unless one is open: an event that may wait was
 // seen. Its delayed pass then comes when the window is over and writes, instead of deferring once more and
 // running again a window later.
+// The time is cut to the second, as a pass's Now, which coalesce compares it with.
 func (c *Controller) noteInformational(key string, now time.Time) {
 	c.deferredMu.Lock()
 	defer c.deferredMu.Unlock()
 	if _, open := c.deferred[key]; !open {
-		c.deferred[key] = now
+		c.deferred[key] = now.UTC().Truncate(time.Second)
 	}
 }
 
-// closeWindow ends key's coalescing window: nothing waits any more, written just now or found unchanged.
+// closeWindow ends key's coalescing window: everything that waited is in the write just made, or the
+// workflow is gone or completed.
 func (c *Controller) closeWindow(key string) {
 	c.deferredMu.Lock()
 	delete(c.deferred, key)
+	c.deferredMu.Unlock()
+}
+
+// closeWindowBefore ends key's coalescing window if it opened before start: a pass that began at start
+// found nothing to write, so nothing seen before it waits. A window opened since stays open for its event.
+func (c *Controller) closeWindowBefore(key string, start time.Time) {
+	c.deferredMu.Lock()
+	if since, open := c.deferred[key]; open && since.Before(start) {
+		delete(c.deferred, key)
+	}
 	c.deferredMu.Unlock()
 }
 
@@ -248,7 +261,9 @@ func (c *Controller) informationalDelay(old, obj any) time.Duration {
 		switch {
 		case decisivePodChange(o, n):
 			return 0
-		case n.Status.Phase == corev1.PodRunning && (o == nil || o.Status.Phase != corev1.PodRunning):
+		case n.Status.Phase == corev1.PodRunning && (o == nil || o.Status.Phase != corev1.PodRunning),
+			engine.PodReady(n) != (o != nil && engine.PodReady(o)):
+			// A node goes Running, or a daemon's pod turns ready, which lets its successors start.
 			return window
 		}
 		return detailWindows * window

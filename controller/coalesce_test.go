@@ -119,20 +119,27 @@ func TestTheWindowStartsAtTheFirstDeferredPassAndEndsWithAWrite(t *testing.T) {
 	}
 }
 
-func TestTheWindowOfAChangeStartsAtItsFirstEventAndAnUnchangedPassClosesIt(t *testing.T) {
+func TestTheWindowOfAChangeStartsAtItsFirstEventAndAnUnchangedPassClosesOnlyWhatItSaw(t *testing.T) {
 	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}, deferred: map[string]time.Time{}}
 	t0 := time.Unix(1000, 0)
-	c.noteInformational("ns/wf", t0)
-	c.noteInformational("ns/wf", t0.Add(400*time.Millisecond))
-	if got := c.coalesce("ns/wf", t0.Add(time.Second), time.Second); got != 0 {
-		t.Fatalf("the pass its delayed event brings one window after the first event should write, not wait %s more", got)
+	passNow := func(at time.Time) time.Time { return at.UTC().Truncate(time.Second) } // as newPass
+	c.noteInformational("ns/wf", t0.Add(700*time.Millisecond))
+	c.noteInformational("ns/wf", t0.Add(900*time.Millisecond))
+	if got := c.coalesce("ns/wf", passNow(t0.Add(1700*time.Millisecond)), time.Second); got != 0 {
+		t.Fatalf("the pass the first event brings one window later should write, not wait %s more", got)
 	}
-	if got := c.coalesce("ns/wf", t0.Add(time.Second), 5*time.Second); got != 4*time.Second {
+	if got := c.coalesce("ns/wf", passNow(t0.Add(1700*time.Millisecond)), 5*time.Second); got != 4*time.Second {
 		t.Fatalf("details alone wait the rest of five windows from the first event: got %s", got)
 	}
-	c.closeWindow("ns/wf") // a pass that found nothing to write
+	c.closeWindowBefore("ns/wf", passNow(t0.Add(2*time.Second))) // a pass that found nothing to write
 	if got := c.coalesce("ns/wf", t0.Add(10*time.Second), time.Second); got != time.Second {
 		t.Fatalf("after an unchanged pass an old event no longer shortens the window of a new change: got %s", got)
+	}
+	c.closeWindow("ns/wf")
+	c.noteInformational("ns/wf", t0.Add(20*time.Second))
+	c.closeWindowBefore("ns/wf", t0.Add(19*time.Second)) // began before the event: it did not see it
+	if got := c.coalesce("ns/wf", t0.Add(21*time.Second), time.Second); got != 0 {
+		t.Fatalf("an unchanged pass that began before an event should leave that event's window open: got %s", got)
 	}
 }
 
@@ -209,6 +216,10 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		return r
 	}
 	now := metav1.Now()
+	ready := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true}}
+	}
+	notReady := func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main"}} }
 	cases := []struct {
 		sentence string
 		old, obj any
@@ -218,6 +229,7 @@ func TestOnlyPodAndResultEventsThatMayDecideSomethingAreReconciledAtOnce(t *test
 		{"a pod bound to a node waits for its details window", pod(corev1.PodPending), pod(corev1.PodPending, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), 5 * time.Second},
 		{"a pod going Running waits one window: its node goes Running", pod(corev1.PodPending), pod(corev1.PodRunning), time.Second},
 		{"a pod first seen Running waits one window", nil, pod(corev1.PodRunning), time.Second},
+		{"a running pod turning ready waits one window: a daemon's successors may start", pod(corev1.PodRunning, notReady), pod(corev1.PodRunning, ready), time.Second},
 		{"a running pod's container status change waits for its details window", pod(corev1.PodRunning), pod(corev1.PodRunning, func(p *corev1.Pod) { p.Status.PodIP = "1.2.3.4" }), 5 * time.Second},
 		{"a pod that succeeds is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodSucceeded), 0},
 		{"a pod that fails is reconciled at once", pod(corev1.PodRunning), pod(corev1.PodFailed), 0},

@@ -178,7 +178,8 @@ type Controller struct {
 	// that arrived meanwhile (storeWorkflow).
 	inFlight map[types.UID][]string
 
-	// deferred holds when each key's first not-yet-written informational pass ran (StatusCoalesceWindow).
+	// deferred holds when each key's coalescing window opened: its first not-yet-written informational event
+	// or, failing one, pass (StatusCoalesceWindow).
 	deferredMu sync.Mutex
 	deferred   map[string]time.Time
 

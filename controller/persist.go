@@ -44,7 +44,7 @@ const (
 // pass's changes as a merge patch, refusing to regress a completed workflow or node.
 func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, error) {
 	if c.decodes.unchanged(p.key, p.loaded, p.WF, p.Ext) {
-		c.closeWindow(p.key)
+		c.closeWindowBefore(p.key, p.Now)
 		return unchanged, nil // most passes: no encoding needed to know it
 	}
 	next, err := extstatus.ToUnstructured(p.WF, *p.Ext)
@@ -53,7 +53,7 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 	}
 	next.SetResourceVersion(p.loaded.GetResourceVersion())
 	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) || onlyPruned(p.loaded, next) {
-		c.closeWindow(p.key)
+		c.closeWindowBefore(p.key, p.Now)
 		return unchanged, nil // pruned records alone go with the next write
 	}
 	if len(p.Events) == 0 && informationalOnly(p.loaded, next) {

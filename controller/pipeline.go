@@ -122,6 +122,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.decodes.forget(key)
 	c.demand.Forget(key)
+	c.closeWindow(key)
 	c.results.SetWaiting(key, 0)
 	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
 	c.throttle.Remove(key)
@@ -134,6 +135,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	c.throttle.Remove(key)
+	c.closeWindow(key) // late pod and result details of a completed workflow wait for nothing
 	c.retain.Trigger()
 	pods := c.podsOf(wf)
 	retry, settleErr := c.drainer.SettleCompleted(ctx, key, wf, ext.AppliedActions)

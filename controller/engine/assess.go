@@ -151,7 +151,7 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" && n.Message != DaemonStoppedMessage {
 			n.Message = ""
 		}
-		if n.Daemoned == nil && podReady(pod) && isDaemon(p.templateOf(n)) {
+		if n.Daemoned == nil && PodReady(pod) && isDaemon(p.templateOf(n)) {
 			// Argo's daemoned: running and ready, so successors may start (see fulfilled); {{steps.X.ip}}.
 			t := true
 			n.Daemoned = &t

@@ -28,8 +28,8 @@ func settled(n *wfv1.NodeStatus) bool { return n != nil && n.Phase.Fulfilled(n.T
 
 func isDaemon(t *wfv1.Template) bool { return t != nil && t.IsDaemon() }
 
-// podReady is argo's readiness of a daemon: running with every container ready.
-func podReady(pod *corev1.Pod) bool {
+// PodReady is argo's readiness of a daemon: running with every container ready.
+func PodReady(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) == 0 {
 		return false
 	}
