@@ -209,8 +209,8 @@ func (c *Controller) coalesce(key string, now time.Time, window time.Duration) t
 
 // noteInformational starts key's coalescing window at now, unless one is open: an event that may wait was
 // seen. Its delayed pass then comes when the window is over and writes, instead of deferring once more and
-// running again a window later.
-// The time is cut to the second, as a pass's Now, which coalesce compares it with.
+// running again a window later. The time is cut to the second, as a pass's Now, which coalesce compares it
+// with.
 func (c *Controller) noteInformational(key string, now time.Time) {
 	c.deferredMu.Lock()
 	defer c.deferredMu.Unlock()
@@ -333,11 +333,16 @@ func (c *Controller) ownEcho(obj metav1.Object) bool {
 	if !ok || last.resourceVersion != obj.GetResourceVersion() {
 		return false
 	}
-	key := obj.GetNamespace() + "/" + obj.GetName()
-	if _, waiting := c.staleWaiters[key]; waiting {
-		delete(c.staleWaiters, key)
+	return !c.takeEchoWaiter(obj.GetNamespace() + "/" + obj.GetName())
+}
+
+// takeEchoWaiter reports whether a pass of key skipped a stale copy and waits for our write's echo, which
+// is then reconciled at once; the wait is used up. The caller holds writtenMu.
+func (c *Controller) takeEchoWaiter(key string) bool {
+	if _, waiting := c.staleWaiters[key]; !waiting {
 		return false
 	}
+	delete(c.staleWaiters, key)
 	return true
 }
 
@@ -381,9 +386,8 @@ func (c *Controller) releaseUpdates(key string, uid types.UID, stored string) {
 			other = true
 		}
 	}
-	if _, waiting := c.staleWaiters[key]; own && waiting {
-		delete(c.staleWaiters, key) // as ownEcho: the pass that waits for this echo runs now
-		other = true
+	if own && c.takeEchoWaiter(key) {
+		other = true // as ownEcho: the pass that waits for this echo runs now
 	}
 	c.writtenMu.Unlock()
 	switch {

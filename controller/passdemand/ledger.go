@@ -42,8 +42,9 @@ func (l *Ledger) Requested(key string, at time.Time) {
 
 // Begin decides whether key, just handed out at now, runs a pass. If it does, everything recorded so far
 // is consumed, the time an earlier pass asked for included: this holds only while every pass asks again
-// for every time it still needs (the engine recomputes its timers each pass). If not and a requested time is still ahead, wait is how long until it: the queue keeps only
-// the earliest delay per key, so the caller queues the key again for it.
+// for every time it still needs (the engine recomputes its timers each pass). If not and a requested time
+// is still ahead, wait is how long until it: the queue keeps only the earliest delay per key, so the caller
+// queues the key again for it.
 func (l *Ledger) Begin(key string, now time.Time) (run bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
