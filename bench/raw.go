@@ -92,6 +92,9 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 		defer events.Shutdown()
 		c.recorder = recorder
 	}
+	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt")); err != nil {
+		return RunStats{}, err
+	}
 	machineBefore, err := e.machineCPU()
 	if err != nil {
 		return RunStats{}, err
@@ -122,6 +125,9 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	}
 	machineAfter, err := e.machineCPU()
 	if err != nil {
+		return RunStats{}, err
+	}
+	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt")); err != nil {
 		return RunStats{}, err
 	}
 	elapsed := obs.lastCompleted(wfs).Sub(begin)

@@ -181,6 +181,9 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
+	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt")); err != nil {
+		return ControllerRun{}, "", err
+	}
 	machineBefore, err := e.machineCPU()
 	if err != nil {
 		return ControllerRun{}, "", err
@@ -203,6 +206,9 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	}
 	machineAfter, err := e.machineCPU()
 	if err != nil {
+		return ControllerRun{}, "", err
+	}
+	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt")); err != nil {
 		return ControllerRun{}, "", err
 	}
 	elapsed := obs.lastCompleted(names(wfs)).Sub(begin)
