@@ -15,177 +15,264 @@ import (
 // tasks whose expression is false are Omitted. Once every task is fulfilled, the DAG's phase follows argo:
 // each leaf task's branch phase (an omitted task inherits its parents'), with continueOn honoured.
 func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus, tmpl *wfv1.Template) (*wfv1.NodeStatus, error) {
-	tmplJSON, _ := json.Marshal(tmpl)
-	globals := p.globals()
-	tasks := map[string]*wfv1.DAGTask{}
-	for i := range tmpl.DAG.Tasks {
-		tasks[tmpl.DAG.Tasks[i].Name] = &tmpl.DAG.Tasks[i]
-	}
-	taskNode := func(task string) *wfv1.NodeStatus { return p.node(node.Name + "." + task) }
-	exprs := map[string]dependsExpr{}
-	for _, t := range tasks {
-		expr, err := dependsOf(t)
-		if err != nil {
-			return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task %s: %v", t.Name, err)), nil
-		}
-		exprs[t.Name] = expr
-	}
-	runs, err := tasksToRun(tmpl, exprs)
+	r, err := e.newDAGRun(p, node, tmpl)
 	if err != nil {
 		return p.markPhase(p.node(node.Name), wfv1.NodeError, err.Error()), nil
 	}
-	state := func(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
-		var phase wfv1.NodePhase
-		if n, ok := p.peekNode(node.Name + "." + task); ok {
-			phase = n.Phase
-			if daemoned(&n) && n.Phase == wfv1.NodeRunning {
-				phase = phaseDaemoned
-			}
-		}
-		if t := tasks[task]; t != nil {
-			return phase, t.ContinueOn
-		}
-		return phase, nil
-	}
-	// Tasks that become fulfilled within this pass (skipped, omitted, errored) unblock others at once.
-	completions := 0 // tasks fulfilled during this pass
-	advance := func() { completions++ }
-	// A daemoned retried task is visited once a pass although it counts as done, as argo pre-executes
-	// daemoned tasks: its attempt may have ended, and then it retries.
-	revisited := map[string]bool{}
 	for progressed := true; progressed; {
-		before := completions
-		sc, scopeAt := e.dagScope(p, node, tmpl), completions
-		for _, t := range tmpl.DAG.Tasks {
-			name := node.Name + "." + t.Name
-			if seen, ok := p.peekNode(name); ok && fulfilled(&seen) && (!daemonedRetry(&seen) || revisited[name]) || !runs[t.Name] {
-				continue
+		var end *wfv1.NodeStatus
+		if progressed, end, err = r.sweep(ctx); end != nil || err != nil {
+			return end, err
+		}
+	}
+	if end, err := r.runHooks(ctx); end != nil || err != nil {
+		return end, err
+	}
+	return e.assessDAG(p, node.Name, tmpl, r.exprs, r.globals)
+}
+
+// dagRun is one pass's walk of a DAG: its tasks, their depends expressions, which of them run, and the
+// scope their arguments resolve in, rebuilt as tasks complete.
+type dagRun struct {
+	e        *Engine
+	p        *Pass
+	node     *wfv1.NodeStatus
+	tmpl     *wfv1.Template
+	tmplJSON string
+	globals  map[string]string
+	tasks    map[string]*wfv1.DAGTask
+	exprs    map[string]dependsExpr
+	runs     map[string]bool
+	// completions counts the tasks fulfilled during this pass (skipped, omitted, errored, done): each may
+	// unblock others at once, and its outputs join the scope.
+	completions int
+	sc          scope
+	scopeAt     int // completions when sc was built
+	// revisited marks the daemoned retried tasks visited this pass. Such a task counts as done but is
+	// visited once a pass, as argo pre-executes daemoned tasks: its attempt may have ended, and then it
+	// retries.
+	revisited map[string]bool
+}
+
+// newDAGRun reads the DAG's tasks and their depends expressions; an error names what is invalid.
+func (e *Engine) newDAGRun(p *Pass, node *wfv1.NodeStatus, tmpl *wfv1.Template) (*dagRun, error) {
+	tmplJSON, _ := json.Marshal(tmpl)
+	r := &dagRun{e: e, p: p, node: node, tmpl: tmpl, tmplJSON: string(tmplJSON), globals: p.globals(),
+		tasks: map[string]*wfv1.DAGTask{}, exprs: map[string]dependsExpr{}, revisited: map[string]bool{}}
+	for i := range tmpl.DAG.Tasks {
+		r.tasks[tmpl.DAG.Tasks[i].Name] = &tmpl.DAG.Tasks[i]
+	}
+	for _, t := range r.tasks {
+		expr, err := dependsOf(t)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.Name, err)
+		}
+		r.exprs[t.Name] = expr
+	}
+	runs, err := tasksToRun(tmpl, r.exprs)
+	if err != nil {
+		return nil, err
+	}
+	r.runs = runs
+	return r, nil
+}
+
+// sweep visits, in the template's order, every task that runs and is not yet fulfilled. It reports whether
+// a task was fulfilled meanwhile, so that another sweep starts what that unblocked; a non-nil end or err
+// ends the DAG's pass with them.
+func (r *dagRun) sweep(ctx context.Context) (progressed bool, end *wfv1.NodeStatus, err error) {
+	before := r.completions
+	r.sc, r.scopeAt = r.e.dagScope(r.p, r.node, r.tmpl), r.completions
+	for _, t := range r.tmpl.DAG.Tasks {
+		if end, err := r.visit(ctx, t); end != nil || err != nil {
+			return false, end, err
+		}
+	}
+	return r.completions != before, nil, nil
+}
+
+// visit brings one task forward once its dependencies and their hooks are done: it is omitted (depends
+// false), errored (its arguments or when do not resolve), skipped (when false), or its template runs. A
+// non-nil end or err ends the DAG's pass with them.
+func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatus, err error) {
+	p, name := r.p, r.node.Name+"."+t.Name
+	if seen, ok := p.peekNode(name); ok && fulfilled(&seen) && (!daemonedRetry(&seen) || r.revisited[name]) || !r.runs[t.Name] {
+		return nil, nil
+	}
+	existing := p.node(name)
+	if daemonedRetry(existing) {
+		r.revisited[name] = true
+	}
+	if r.completions != r.scopeAt {
+		// A task (e.g. a nested steps or DAG) completed earlier in this sweep: its outputs join the scope.
+		r.sc, r.scopeAt = r.e.dagScope(p, r.node, r.tmpl), r.completions
+	}
+	deps, ok := r.dependenciesFulfilled(t.Name)
+	if !ok {
+		return nil, nil
+	}
+	if done, end, err := r.dependencyHooksDone(ctx, deps); !done {
+		return end, err
+	}
+	if expr := r.exprs[t.Name]; existing == nil && expr != nil && !expr.eval(r.state) {
+		r.recordNotRun(name, &t, deps, wfv1.NodeOmitted, "omitted: depends condition not met")
+		r.completions++
+		return nil, nil
+	}
+	resolved, err := resolveJSON(&t, r.globals, r.sc)
+	if err == nil {
+		err = resolveStepArtifacts(artifactResolver{p: p, sc: r.sc, inputs: r.tmpl}, resolved.When,
+			(loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set(), &resolved.Arguments)
+	}
+	if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
+		if err := r.e.executeTaskLoop(ctx, p, r.node, &t, resolved, mergeParams(r.globals, r.sc), r.linker(deps), r.tmplJSON); err != nil {
+			return nil, err
+		}
+		r.countIfFulfilled(name)
+		return nil, nil
+	}
+	var proceed bool
+	if err == nil {
+		proceed, err = evalWhen(resolved.When)
+	}
+	if err != nil {
+		if existing == nil {
+			r.recordNotRun(name, &t, deps, wfv1.NodeError, err.Error())
+		} else {
+			p.markPhase(existing, wfv1.NodeError, err.Error())
+		}
+		r.countIfFulfilled(name)
+		return nil, nil
+	}
+	if existing == nil && !proceed {
+		r.recordNotRun(name, &t, deps, wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", resolved.When))
+		r.completions++
+		return nil, nil
+	}
+	return r.start(ctx, name, &t, resolved, deps)
+}
+
+// dependenciesFulfilled lists a task's dependencies (those its depends expression names) and reports
+// whether every one is fulfilled.
+func (r *dagRun) dependenciesFulfilled(task string) (deps []string, all bool) {
+	all = true
+	if expr := r.exprs[task]; expr != nil {
+		expr.tasks(func(dep, _ string) {
+			deps = append(deps, dep)
+			if !r.p.nodeFulfilled(r.node.Name + "." + dep) {
+				all = false
 			}
-			existing := taskNode(t.Name)
-			if daemonedRetry(existing) {
-				revisited[name] = true
-			}
-			if completions != scopeAt {
-				// A task (e.g. a nested steps or DAG) completed earlier in this loop: its outputs join the scope.
-				sc, scopeAt = e.dagScope(p, node, tmpl), completions
-			}
-			expr := exprs[t.Name]
-			var deps []string
-			ready := true
-			if expr != nil {
-				expr.tasks(func(dep, _ string) {
-					deps = append(deps, dep)
-					if !p.nodeFulfilled(node.Name + "." + dep) {
-						ready = false
-					}
-				})
-			}
-			for _, dep := range deps {
-				if !ready {
-					break
-				}
-				if t := tasks[dep]; t == nil || !t.HasExitHook() && !hasLifecycleHooks(t.Hooks) {
-					continue
-				}
-				// A dependency is done once its hooks are (argo's hooks-fulfilled rule).
-				done, err := e.taskHooksDone(ctx, p, node, tasks[dep], sc)
-				if err != nil {
-					return e.hookError(p, node, dep, err)
-				}
-				ready = done
-			}
-			if !ready {
-				continue
-			}
-			link := func(childID string) {
-				if len(deps) == 0 {
-					p.addChild(p.node(node.Name), childID)
-					return
-				}
-				for _, d := range deps {
-					if dn := taskNode(d); dn != nil {
-						p.addChild(dn, childID)
-					}
-				}
-			}
-			if existing == nil && expr != nil && !expr.eval(state) {
-				omitted := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeOmitted, "omitted: depends condition not met")
-				link(omitted.ID)
-				p.Events = append(p.Events, nodeEvent(omitted))
-				advance()
-				continue
-			}
-			resolved, err := resolveJSON(&t, globals, sc)
-			if err == nil {
-				err = resolveStepArtifacts(artifactResolver{p: p, sc: sc, inputs: tmpl}, resolved.When,
-					(loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set(), &resolved.Arguments)
-			}
-			if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
-				if err := e.executeTaskLoop(ctx, p, node, &t, resolved, mergeParams(globals, sc), link, string(tmplJSON)); err != nil {
-					return nil, err
-				}
-				if p.nodeFulfilled(name) {
-					advance()
-				}
-				continue
-			}
-			var proceed bool
-			if err == nil {
-				proceed, err = evalWhen(resolved.When)
-			}
-			if err != nil {
-				if existing == nil {
-					bad := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeError, err.Error())
-					link(bad.ID)
-					p.Events = append(p.Events, nodeEvent(bad))
-				} else {
-					p.markPhase(existing, wfv1.NodeError, err.Error())
-				}
-				if p.nodeFulfilled(name) {
-					advance()
-				}
-				continue
-			}
-			if existing == nil && !proceed {
-				skipped := p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, node.ID, wfv1.NodeSkipped,
-					fmt.Sprintf("when '%s' evaluated false", resolved.When))
-				link(skipped.ID)
-				p.Events = append(p.Events, nodeEvent(skipped))
-				advance()
-				continue
-			}
-			child, err := e.executeTemplate(ctx, p, name, t.Name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, resolved.Arguments, node.ID, string(tmplJSON), execOpts{})
-			if err != nil {
-				var api *apiError
-				if errors.As(err, &api) {
-					return nil, err
-				}
-				if child == nil {
-					return p.markPhase(p.node(node.Name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err)), nil
-				}
-				// The task's own node records why (e.g. its WorkflowTemplate is gone), as argo does.
-				link(child.ID)
-				p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err))
-				advance()
-				continue
-			}
-			if child == nil {
-				continue
-			}
-			link(child.ID)
-			if p.nodeFulfilled(name) {
-				advance()
+		})
+	}
+	return deps, all
+}
+
+// dependencyHooksDone runs the hooks of a task's dependencies in order and reports whether each is done with
+// them: a dependency is done once its hooks are (argo's hooks-fulfilled rule). It stops at the first that
+// is not, so later dependencies' hooks wait for it. A hook that fails ends the DAG's pass (hookError).
+func (r *dagRun) dependencyHooksDone(ctx context.Context, deps []string) (done bool, end *wfv1.NodeStatus, err error) {
+	for _, dep := range deps {
+		if t := r.tasks[dep]; t == nil || !t.HasExitHook() && !hasLifecycleHooks(t.Hooks) {
+			continue
+		}
+		done, err := r.e.taskHooksDone(ctx, r.p, r.node, r.tasks[dep], r.sc)
+		if err != nil {
+			end, err := r.e.hookError(r.p, r.node, dep, err)
+			return false, end, err
+		}
+		if !done {
+			return false, nil, nil
+		}
+	}
+	return true, nil, nil
+}
+
+// state is a task's phase for its dependents' depends expressions (a daemoned task that runs counts as
+// daemoned), with its continueOn.
+func (r *dagRun) state(task string) (wfv1.NodePhase, *wfv1.ContinueOn) {
+	var phase wfv1.NodePhase
+	if n, ok := r.p.peekNode(r.node.Name + "." + task); ok {
+		phase = n.Phase
+		if daemoned(&n) && n.Phase == wfv1.NodeRunning {
+			phase = phaseDaemoned
+		}
+	}
+	if t := r.tasks[task]; t != nil {
+		return phase, t.ContinueOn
+	}
+	return phase, nil
+}
+
+// linker links a task's node under its dependencies' nodes, or under the DAG's node when it has none.
+func (r *dagRun) linker(deps []string) func(childID string) {
+	return func(childID string) {
+		if len(deps) == 0 {
+			r.p.addChild(r.p.node(r.node.Name), childID)
+			return
+		}
+		for _, d := range deps {
+			if dn := r.p.node(r.node.Name + "." + d); dn != nil {
+				r.p.addChild(dn, childID)
 			}
 		}
-		progressed = completions != before
 	}
+}
+
+// recordNotRun records a task whose template does not run: a Skipped-type node in phase with msg, linked
+// under its dependencies, and its event.
+func (r *dagRun) recordNotRun(name string, t *wfv1.DAGTask, deps []string, phase wfv1.NodePhase, msg string) {
+	n := r.p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, r.node.ID, phase, msg)
+	r.linker(deps)(n.ID)
+	r.p.Events = append(r.p.Events, nodeEvent(n))
+}
+
+// countIfFulfilled counts the task among this pass's completions when its node is now fulfilled.
+func (r *dagRun) countIfFulfilled(name string) {
+	if r.p.nodeFulfilled(name) {
+		r.completions++
+	}
+}
+
+// start runs a task's resolved template and links its node. A template that cannot start errors the
+// task's node when it has one (which then records why, e.g. its WorkflowTemplate is gone, as argo does),
+// else the DAG's; an API error retries the pass.
+func (r *dagRun) start(ctx context.Context, name string, t, resolved *wfv1.DAGTask, deps []string) (*wfv1.NodeStatus, error) {
+	p, link := r.p, r.linker(deps)
+	child, err := r.e.executeTemplate(ctx, p, name, t.Name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline},
+		resolved.Arguments, r.node.ID, r.tmplJSON, execOpts{})
+	if err != nil {
+		var api *apiError
+		if errors.As(err, &api) {
+			return nil, err
+		}
+		if child == nil {
+			return p.markPhase(p.node(r.node.Name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err)), nil
+		}
+		link(child.ID)
+		p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task '%s' errored: %v", name, err))
+		r.completions++
+		return nil, nil
+	}
+	if child == nil {
+		return nil, nil
+	}
+	link(child.ID)
+	r.countIfFulfilled(name)
+	return nil, nil
+}
+
+// runHooks starts the lifecycle hooks due on the DAG's tasks and the exit handlers of its fulfilled tasks
+// (leaves included), and holds the DAG open until all are done: it then returns nothing. Otherwise it
+// returns the DAG's node as it stands, or a hook's failure (hookError).
+func (r *dagRun) runHooks(ctx context.Context) (end *wfv1.NodeStatus, err error) {
+	p, node, tmpl := r.p, r.node, r.tmpl
 	var sc scope
-	hooksDone := true // the DAG ends once every lifecycle hook started on its tasks has
+	hooksDone := true
 	if slices.ContainsFunc(tmpl.DAG.Tasks, func(t wfv1.DAGTask) bool { return hasLifecycleHooks(t.Hooks) }) {
-		sc = e.dagScope(p, node, tmpl)
-		done, err := e.dagLifecycleHooksDone(ctx, p, node, tmpl, exprs, sc)
+		sc = r.e.dagScope(p, node, tmpl)
+		done, err := r.e.dagLifecycleHooksDone(ctx, p, node, tmpl, r.exprs, sc)
 		if err != nil {
-			return e.hookError(p, node, "", err)
+			return r.e.hookError(p, node, "", err)
 		}
 		hooksDone = done
 	}
@@ -194,12 +281,11 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 			continue
 		}
 		if sc == nil {
-			sc = e.dagScope(p, node, tmpl)
+			sc = r.e.dagScope(p, node, tmpl)
 		}
-		// The DAG ends once every task's exit handler has, leaves included.
-		done, err := e.taskHooksDone(ctx, p, node, &tmpl.DAG.Tasks[i], sc)
+		done, err := r.e.taskHooksDone(ctx, p, node, &tmpl.DAG.Tasks[i], sc)
 		if err != nil {
-			return e.hookError(p, node, tmpl.DAG.Tasks[i].Name, err)
+			return r.e.hookError(p, node, tmpl.DAG.Tasks[i].Name, err)
 		}
 		if !done && p.nodeFulfilled(node.Name+"."+tmpl.DAG.Tasks[i].Name) {
 			return p.node(node.Name), nil
@@ -208,7 +294,7 @@ func (e *Engine) executeDAG(ctx context.Context, p *Pass, node *wfv1.NodeStatus,
 	if !hooksDone {
 		return p.node(node.Name), nil
 	}
-	return e.assessDAG(p, node.Name, tmpl, exprs, globals)
+	return nil, nil
 }
 
 // taskHooksDone reports whether a task is fulfilled and done with its exit handler (each iteration's, for
