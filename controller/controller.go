@@ -193,6 +193,30 @@ var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
 
 // New builds a Controller; Run starts it.
 func New(config *rest.Config, opts Options) (*Controller, error) {
+	opts = opts.withDefaults()
+	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
+		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
+	// In order: the informers need the clients and the queue, the pod and action parts the informers and the
+	// recorder, the engine all of them.
+	for _, build := range []func() error{
+		func() error { return c.buildClients(config) },
+		c.buildMetrics,
+		c.buildQueue,
+		c.buildInformers,
+		c.buildRecorder,
+		c.buildPodParts,
+		c.buildActionParts,
+		c.buildEngine,
+	} {
+		if err := build(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// withDefaults fills every option left unset.
+func (opts Options) withDefaults() Options {
 	if opts.Workers <= 0 {
 		opts.Workers = 8
 	}
@@ -226,51 +250,78 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
-		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
+	return opts
+}
+
+// buildClients builds the API clients.
+func (c *Controller) buildClients(config *rest.Config) error {
 	var err error
-	if c.kube, err = kubernetes.NewForConfig(KubeClientConfig(config, opts.KubeAPIContentType)); err != nil {
-		return nil, fmt.Errorf("building the kubernetes client: %w", err)
+	if c.kube, err = kubernetes.NewForConfig(KubeClientConfig(config, c.opts.KubeAPIContentType)); err != nil {
+		return fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	if c.argo, err = versioned.NewForConfig(config); err != nil {
-		return nil, fmt.Errorf("building the argo client: %w", err)
+		return fmt.Errorf("building the argo client: %w", err)
 	}
 	if c.workflowsREST, err = dynamicRESTClient(config); err != nil {
-		return nil, err
+		return err
 	}
 	c.dynamic = dynamic.New(c.workflowsREST)
 	if c.actions, err = actionsv1.NewForConfig(config); err != nil {
-		return nil, err
+		return fmt.Errorf("building the WorkflowAction client: %w", err)
 	}
-	if c.metrics, err = newMetrics(opts.Registry); err != nil {
-		return nil, err
+	return nil
+}
+
+// buildMetrics registers the controller's own metrics.
+func (c *Controller) buildMetrics() error {
+	var err error
+	if c.metrics, err = newMetrics(c.opts.Registry); err != nil {
+		return fmt.Errorf("registering the controller's metrics: %w", err)
 	}
-	actionMetrics, err := actions.NewMetrics(opts.Registry)
+	return nil
+}
+
+// buildQueue builds the workflow queue. Per-item exponential backoff is for errors only; events use Add,
+// which coalesces without delay. Under load, keys added for a change (a pod ended, an action arrived) go to
+// a worker before delayed requeues (coalesced progress writes, echoes, retries): a successor's pod never
+// waits behind a progress write.
+func (c *Controller) buildQueue() error {
+	queueMetrics, err := promptqueue.NewMetrics(c.opts.Registry)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("registering the queue's metrics: %w", err)
 	}
-	queueMetrics, err := promptqueue.NewMetrics(opts.Registry)
-	if err != nil {
-		return nil, err
-	}
-	// Per-item exponential backoff for errors only; events use Add, which coalesces without delay. Under
-	// load, keys added for a change (a pod ended, an action arrived) go to a worker before delayed requeues
-	// (coalesced progress writes, echoes, retries): a successor's pod never waits behind a progress write.
-	c.queue = promptqueue.New(promptqueue.Config{Name: argometrics.WorkflowQueue, Clock: opts.Clock, Metrics: queueMetrics,
-		MetricsProvider: argoQueueMetrics(opts.ArgoMetrics),
+	c.queue = promptqueue.New(promptqueue.Config{Name: argometrics.WorkflowQueue, Clock: c.opts.Clock, Metrics: queueMetrics,
+		MetricsProvider: argoQueueMetrics(c.opts.ArgoMetrics),
 		RateLimiter:     workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second)})
+	return nil
+}
+
+// buildInformers builds the informers and the gauge of the pods they cache.
+func (c *Controller) buildInformers() error {
+	var err error
 	if c.inf, err = c.newInformers(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := registerCachedPods(opts.Registry, c.inf.pods.GetStore()); err != nil {
-		return nil, err
+	if err := registerCachedPods(c.opts.Registry, c.inf.pods.GetStore()); err != nil {
+		return fmt.Errorf("registering the cached pods gauge: %w", err)
 	}
+	return nil
+}
+
+// buildRecorder builds the event broadcaster and the recorder every part writes its events with.
+func (c *Controller) buildRecorder() error {
 	c.events = record.NewBroadcaster(record.WithContext(context.Background()))
 	eventScheme := runtime.NewScheme()
 	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme), actionsv1.AddToScheme(eventScheme)); err != nil {
-		return nil, fmt.Errorf("building the event scheme: %w", err)
+		return fmt.Errorf("building the event scheme: %w", err)
 	}
 	c.recorder = c.events.NewRecorder(eventScheme, corev1.EventSource{Component: "wfguard-controller"})
+	return nil
+}
+
+// buildPodParts builds what acts on pods outside a pass: the finalizer releaser and the pod collector.
+func (c *Controller) buildPodParts() error {
+	var err error
 	c.releaser, err = podfinalizer.NewReleaser(podfinalizer.Config{
 		Kube:              c.kube,
 		Pods:              c.inf.pods.GetIndexer(),
@@ -280,32 +331,30 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		WorkflowsByUID:    IndexWorkflowUID,
 		Ours:              func(owner podidentity.Owner, pod *corev1.Pod) bool { return c.ours(owner, nil, pod) },
 		Enqueue:           func(pod *corev1.Pod) { c.enqueueOwner(pod) },
-		StatusFinalizer:   opts.StatusFinalizer,
-		SweepInterval:     opts.OrphanSweepInterval,
-		Points:            opts.Points,
+		StatusFinalizer:   c.opts.StatusFinalizer,
+		SweepInterval:     c.opts.OrphanSweepInterval,
+		Points:            c.opts.Points,
 		Clock:             c.clock,
 		Log:               c.log,
 		Recorder:          c.recorder,
-		Registry:          opts.Registry,
+		Registry:          c.opts.Registry,
 	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("building the pod finalizer releaser: %w", err)
 	}
-	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, opts.Registry); err != nil {
-		return nil, err
+	if c.podgc, err = podgc.NewCollector(c.kube, c.clock, c.opts.Registry); err != nil {
+		return fmt.Errorf("building the pod collector: %w", err)
 	}
-	c.podgc.Settings = func() podgc.Settings { return podGCSettings(controllerconfig.CurrentOf(opts.Config)) }
-	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
-		return nil, err
-	}
-	if opts.ArgoMetrics != nil {
-		c.custom.Reserve(argometrics.ExposedNames()...)
-	}
-	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
+	c.podgc.Settings = func() podgc.Settings { return podGCSettings(controllerconfig.CurrentOf(c.opts.Config)) }
+	return nil
+}
+
+// buildActionParts builds the WorkflowAction drainer and the collector of finished actions.
+func (c *Controller) buildActionParts() error {
+	actionMetrics, err := actions.NewMetrics(c.opts.Registry)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("registering the action metrics: %w", err)
 	}
-	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
 	c.drainer = &actions.Drainer{
 		Client:       c.actions,
 		Actions:      c.inf.actions.GetIndexer(),
@@ -315,20 +364,40 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		Log:          c.log,
 		Metrics:      actionMetrics,
 		Recorder:     c.recorder,
-		Points:       opts.Points,
-		BeforeStatus: opts.Hooks.BeforeActionStatus,
+		Points:       c.opts.Points,
+		BeforeStatus: c.opts.Hooks.BeforeActionStatus,
 	}
 	c.actionGC = &actions.Collector{
 		Client:    c.actions,
 		Actions:   c.inf.actions.GetStore(),
 		Clock:     c.clock,
-		TTL:       opts.ActionTTL,
-		Interval:  opts.ActionGCInterval,
+		TTL:       c.opts.ActionTTL,
+		Interval:  c.opts.ActionGCInterval,
 		Log:       c.log,
 		Metrics:   actionMetrics,
-		AfterPass: opts.Hooks.AfterActionGC,
+		AfterPass: c.opts.Hooks.AfterActionGC,
 		Ours:      c.actionIsOurs,
 	}
+	return nil
+}
+
+// buildEngine builds the workflow engine and what its passes use beside it (custom metrics, the task-result
+// observer, locks, the parallelism throttle), and retention, which the config's changes trigger with the
+// throttle.
+func (c *Controller) buildEngine() error {
+	opts := c.opts
+	var err error
+	if c.custom, err = custommetrics.NewRegistry(opts.Registry, c.clock.Now); err != nil {
+		return err
+	}
+	if opts.ArgoMetrics != nil {
+		c.custom.Reserve(argometrics.ExposedNames()...)
+	}
+	resultMetrics, err := taskresult.NewMetrics(opts.Registry)
+	if err != nil {
+		return fmt.Errorf("registering the task-result metrics: %w", err)
+	}
+	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(c.changed)
 	c.throttle = throttle.New(func() (int, int) {
@@ -336,7 +405,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		return cfg.Parallelism, cfg.NamespaceParallelism
 	}, c.changed)
 	if c.retain, err = c.newRetention(); err != nil {
-		return nil, err
+		return err
 	}
 	if notifier, ok := opts.Config.(configNotifier); ok {
 		notifier.OnChange(func(*argoconfig.Config) {
@@ -362,7 +431,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 		StatusFinalizer:     opts.StatusFinalizer,
 		OldPodWait:          opts.OldPodWait,
 	}
-	return c, nil
+	return nil
 }
 
 // CheckWorkflowCRD refuses to run against a Workflow CRD whose schema would prune wfguard's status fields.
