@@ -80,6 +80,9 @@ func (r *Report) comparison() []ComparisonRow {
 				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, podsPerSec) }))
 			perRaw("hop p50/p99 ms by round", byRound(raw.Rounds, hops), byRound(pipe.Rounds, hops),
 				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, hops) }))
+			apiCPU := func(r Round) string { return fmt.Sprintf("%.1f", r.APIServerCPUSeconds) }
+			perRaw("API server CPU s by round", byRound(raw.Rounds, apiCPU), byRound(pipe.Rounds, apiCPU),
+				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, apiCPU) }))
 		}
 		perRaw("throughput ratio to raw (pipeline writes)", notApplicable, "100%", tp(func(ct ControllerThroughput) string { return pct(ct.PipelineRatio) }))
 		perRaw("throughput ratio to raw (minimum)", "100%", pct(ratio(pipe.PodsPerSec, raw.PodsPerSec)), tp(func(ct ControllerThroughput) string { return pct(ct.Ratio) }))
@@ -116,6 +119,9 @@ func (r *Report) comparison() []ComparisonRow {
 		}
 		perRaw("CPU per pod, all processes, ratio to raw (pipeline writes)", toPipeline(raw, 0), toPipeline(pipe, 0),
 			tp(func(ct ControllerThroughput) string { return toPipeline(ct.RunStats, ct.CPUSeconds) }))
+		load := func(s RunStats) string { return apiServerLoadCell(s.APIServer, pods) }
+		perRaw("API server served per pod: requests / watch events / watch KiB", load(raw), load(pipe),
+			tp(func(ct ControllerThroughput) string { return load(ct.RunStats) }))
 		calls := map[string]bool{}
 		for _, s := range append([]RunStats{raw, pipe}, controllerStats(t)...) {
 			for _, c := range s.Calls {
@@ -290,4 +296,13 @@ func cpuCell(cpu float64, measured bool, s RunStats, pods int) string {
 		return notApplicable
 	}
 	return fmt.Sprintf("%.2f (%.2f)", cpu*1000/float64(pods), cpu/s.Seconds)
+}
+
+// apiServerLoadCell is a subject's API server load per pod ("-" when not measured).
+func apiServerLoadCell(l *APIServerLoad, pods int) string {
+	if l == nil || pods <= 0 {
+		return notApplicable
+	}
+	n := float64(pods)
+	return fmt.Sprintf("%.2f / %.2f / %.1f", l.Requests/n, l.WatchEvents/n, l.WatchEventBytes/1024/n)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -242,8 +243,7 @@ func createFinishedPod(ctx context.Context, kube kubernetes.Interface, wf *wfv1.
 	return nil
 }
 
-// scrape reads a Prometheus text exposition: each metric summed over its label sets by name, and each
-// labelled series by name{label=value,...}, without quotes.
+// scrape reads a Prometheus text exposition from url (parseMetrics).
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -257,8 +257,14 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads a Prometheus text exposition: each metric summed over its label sets by name, and
+// each labelled series by name{label=value,...}, without quotes.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()

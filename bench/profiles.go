@@ -100,23 +100,6 @@ func (p *process) saveMetrics(ctx context.Context, keep bool, path string) error
 	return nil
 }
 
-// saveAPIServerMetrics saves the API server's /metrics text into path when the run keeps its logs. A
-// throughput run saves it before and after its work, whoever the subject: the difference counts the watch
-// events and requests the API server served for that subject (docs/performance.md).
-func (e *env) saveAPIServerMetrics(ctx context.Context, path string) error {
-	if !e.profiling() {
-		return nil
-	}
-	body, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the API server's metrics: %w", err)
-	}
-	if err := os.WriteFile(filepath.Clean(path), body, 0o644); err != nil {
-		return fmt.Errorf("saving the API server's metrics: %w", err)
-	}
-	return nil
-}
-
 // saveEndHeapProfile saves a heap profile of p taken after a garbage collection (pathPrefix +
 // "end-heap.pprof"): what the controller still holds once a run is over. Nothing when p serves no profiles.
 func (p *process) saveEndHeapProfile(ctx context.Context, pathPrefix string) error {

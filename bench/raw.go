@@ -92,7 +92,8 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 		defer events.Shutdown()
 		c.recorder = recorder
 	}
-	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt")); err != nil {
+	apiBefore, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt"))
+	if err != nil {
 		return RunStats{}, err
 	}
 	machineBefore, err := e.machineCPU()
@@ -127,9 +128,11 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err != nil {
 		return RunStats{}, err
 	}
-	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt")); err != nil {
+	apiAfter, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt"))
+	if err != nil {
 		return RunStats{}, err
 	}
+	apiLoad := apiServerLoad(apiBefore, apiAfter)
 	elapsed := obs.lastCompleted(wfs).Sub(begin)
 	chain := obs.chainTimes(begin, wfs)
 	if err := settleEvents(runCtx, calls); err != nil {
@@ -138,7 +141,8 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	hops := obs.schedulingLatencies(predecessor)
 	stats := RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore)}
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore),
+		APIServer: &apiLoad}
 	// Counted first: a run shorter than the profile would otherwise charge the wait's calls to itself.
 	if err := apiProfile.wait(); err != nil {
 		return RunStats{}, err

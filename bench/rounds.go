@@ -5,6 +5,8 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+
+	"github.com/wfguard/wfguard/sandbox/controlplane"
 )
 
 // Round is one run of a subject in the throughput scenario: where it ran in its round and what it measured.
@@ -14,6 +16,9 @@ type Round struct {
 	PodsPerSec float64 `json:"podsPerSec"`
 	HopP50Ms   float64 `json:"hopP50Ms"`
 	HopP99Ms   float64 `json:"hopP99Ms"`
+	// APIServerCPUSeconds is the API server's CPU time over the run: it varies from round to round for
+	// the same load (APIServerLoad), so a subject's share of it is read round by round.
+	APIServerCPUSeconds float64 `json:"apiServerCpuSeconds,omitempty"`
 }
 
 // throughputSubject is one thing the throughput scenario measures: a controller or a raw client.
@@ -61,7 +66,9 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 			summed.counts[c.Call] += c.Total
 			summed.bytes[c.Call] += c.RequestBytes
 		}
-		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms})
+		out.APIServer = out.APIServer.add(r.APIServer)
+		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms,
+			APIServerCPUSeconds: r.MachineCPUSeconds[controlplane.KubeAPIServerBinary]})
 	}
 	n := len(runs)
 	elapsed := time.Duration(seconds * float64(time.Second))

@@ -42,14 +42,14 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 	first := ControllerRun{RunStats: RunStats{Seconds: 2, PodsPerSec: 2, hops: hops(100, 200),
 		Calls:             []APICall{{Call: "create pods", Total: 4, RequestBytes: 4000}, {Call: "get configmaps", Total: 2}},
 		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 100}, Slowest: ChainTimes{HopsMs: 200}},
-		MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5}, APIServer: &APIServerLoad{Requests: 10, WatchEvents: 20, WatchEventBytes: 300}},
 		CPUSeconds: 1, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(0),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 2}}
 	first.HopLatency = summarize(first.hops)
 	second := ControllerRun{RunStats: RunStats{Seconds: 6, PodsPerSec: 4.0 / 6, hops: hops(300, 400),
 		Calls:             []APICall{{Call: "create pods", Total: 5, RequestBytes: 5500}, {Call: "patch pods", Total: 4}},
 		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 300}, Slowest: ChainTimes{HopsMs: 400}},
-		MachineCPUSeconds: map[string]float64{"kube-apiserver": 2.5, "etcd": 1}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 2.5, "etcd": 1}, APIServer: &APIServerLoad{Requests: 1, WatchEvents: 2, WatchEventBytes: 30}},
 		CPUSeconds: 3, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(1),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 1, wfv1.WorkflowFailed: 1}}
 	second.HopLatency = summarize(second.hops)
@@ -76,6 +76,9 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 		{"request bytes are summed per call", float64(requestBytes(got.Calls, "create pods")), 9500},
 		{"the machine's CPU adds up by process", got.MachineCPUSeconds["kube-apiserver"], 4},
 		{"a process of one round only is kept", got.MachineCPUSeconds["etcd"], 1},
+		{"the API server's requests add up", got.APIServer.Requests, 11},
+		{"its watch events too", got.APIServer.WatchEvents, 22},
+		{"and their bytes", got.APIServer.WatchEventBytes, 330},
 		{"a chain's mean hops are over both rounds' workflows", got.Chain.Mean.HopsMs, 200},
 		{"the slowest chain is the rounds' slowest, averaged", got.Chain.Slowest.HopsMs, 300},
 	}
@@ -84,7 +87,8 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.sentence, c.got, c.want)
 		}
 	}
-	wantRounds := []Round{{Position: 1, PodsPerSec: 2, HopP50Ms: 100, HopP99Ms: 200}, {Position: 3, PodsPerSec: 4.0 / 6, HopP50Ms: 300, HopP99Ms: 400}}
+	wantRounds := []Round{{Position: 1, PodsPerSec: 2, HopP50Ms: 100, HopP99Ms: 200, APIServerCPUSeconds: 1.5},
+		{Position: 3, PodsPerSec: 4.0 / 6, HopP50Ms: 300, HopP99Ms: 400, APIServerCPUSeconds: 2.5}}
 	if !slices.Equal(got.Rounds, wantRounds) {
 		t.Errorf("rounds = %+v, want %+v", got.Rounds, wantRounds)
 	}

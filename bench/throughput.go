@@ -33,6 +33,9 @@ type RunStats struct {
 	// holds the simulated node, the observers, the proxies and the raw clients. On a saturated machine
 	// what a controller costs them slows its pods.
 	MachineCPUSeconds map[string]float64 `json:"machineCpuSeconds,omitempty"`
+	// APIServer is what the API server served over the same span: the same for every subject but for
+	// the subject's own requests and the watch events they cause.
+	APIServer *APIServerLoad `json:"apiServer,omitempty"`
 
 	hops []time.Duration // the samples behind HopLatency, for merging rounds
 }
@@ -181,7 +184,8 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
-	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt")); err != nil {
+	apiBefore, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt"))
+	if err != nil {
 		return ControllerRun{}, "", err
 	}
 	machineBefore, err := e.machineCPU()
@@ -208,9 +212,11 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	if err != nil {
 		return ControllerRun{}, "", err
 	}
-	if err := e.saveAPIServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt")); err != nil {
+	apiAfter, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt"))
+	if err != nil {
 		return ControllerRun{}, "", err
 	}
+	apiLoad := apiServerLoad(apiBefore, apiAfter)
 	elapsed := obs.lastCompleted(names(wfs)).Sub(begin)
 	chain := obs.chainTimes(begin, names(wfs))
 	// Under late results a controller may fail a workflow whose consumer lacks its input: that is an outcome
@@ -231,7 +237,8 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore)},
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore),
+		APIServer: &apiLoad},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
 		// A release's watch event can beat the PATCH response the controller counts it from.

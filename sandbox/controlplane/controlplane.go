@@ -257,11 +257,11 @@ func (cp *ControlPlane) Pids() []int {
 	return slices.Sorted(maps.Values(cp.Components()))
 }
 
-// Components maps each running component's name (etcd, kube-apiserver, kube-controller-manager) to its
-// process ID.
+// Components maps each running component, named by its binary (EtcdBinary, KubeAPIServerBinary,
+// KubeControllerManagerBinary), to its process ID.
 func (cp *ControlPlane) Components() map[string]int {
 	out := map[string]int{}
-	for name, p := range map[string]*Process{"etcd": cp.etcd, "kube-apiserver": cp.apiserver, "kube-controller-manager": cp.kcm} {
+	for name, p := range map[string]*Process{EtcdBinary: cp.etcd, KubeAPIServerBinary: cp.apiserver, KubeControllerManagerBinary: cp.kcm} {
 		if p != nil {
 			out[name] = p.Pid()
 		}
