@@ -32,6 +32,9 @@ type Options struct {
 	Workers, QPS, Burst int
 	// CoalesceWindow is the controller's StatusCoalesceWindow (the binary's default is 1s).
 	CoalesceWindow time.Duration
+	// ControllerLogLevel is wfguard's --log-level: warn by default, as logging each pass would cost the
+	// measured controller CPU; info or debug to see where a run's time went (with LogDir set).
+	ControllerLogLevel string
 
 	LatencyChains, ChainLength  int // scheduling latency: chains run one at a time
 	LatencyFanOuts, FanOutWidth int // scheduling latency: root → width children, one at a time
@@ -66,7 +69,7 @@ type Options struct {
 
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
-	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
+	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, ControllerLogLevel: "warn", LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
 		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000, OrphanRounds: 3,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}

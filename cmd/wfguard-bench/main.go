@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.IntVar(&o.QPS, "qps", o.QPS, "API client queries per second of both controllers (--qps)")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "API client burst of both controllers (--burst)")
 	fs.DurationVar(&o.CoalesceWindow, "status-coalesce-window", o.CoalesceWindow, "the controller's --status-coalesce-window")
+	fs.StringVar(&o.ControllerLogLevel, "controller-log-level", o.ControllerLogLevel, "wfguard's --log-level (debug, info, warn, error); info and debug log more, which costs the measured CPU")
 	fs.IntVar(&o.LatencyChains, "latency-chains", o.LatencyChains, "scheduling latency: chain workflows, run one at a time")
 	fs.IntVar(&o.ChainLength, "chain-length", o.ChainLength, "scheduling latency: pods per chain")
 	fs.IntVar(&o.LatencyFanOuts, "latency-fanouts", o.LatencyFanOuts, "scheduling latency: fan-out workflows, run one at a time")
@@ -55,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary run as the controller under test")
 	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,actions,orphans,lateresults,scale,memory (default all)")
 	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
-	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs, and the simulated node's log (simnode.log), in this directory, with wfguard's CPU and heap profiles and /metrics of the throughput scenario, the API server's CPU profile of every throughput run (the API server then starts with --profiling), wfguard's /metrics before and after the actions scenario's bursts, and its heap after the scale scenario (default: a temp dir removed at the end)")
+	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs, and the simulated node's log (simnode.log), in this directory, with wfguard's CPU and heap profiles and /metrics of the throughput scenario, the API server's CPU profile and its /metrics before and after every throughput run (the API server then starts with --profiling), wfguard's /metrics before and after the actions scenario's bursts, and its heap after the scale scenario (default: a temp dir removed at the end)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (observer, API proxies, simulated node and raw client; not the controllers) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
