@@ -120,11 +120,12 @@ func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatu
 		return nil, nil
 	}
 	resolved, err := resolveJSON(&t, r.globals, r.sc)
+	looped := false
 	if err == nil {
-		err = resolveStepArtifacts(artifactResolver{p: p, sc: r.sc, inputs: r.tmpl}, resolved.When,
-			(loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set(), &resolved.Arguments)
+		looped = loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}.set()
+		err = resolveStepArtifacts(artifactResolver{p: p, sc: r.sc, inputs: r.tmpl}, resolved.When, looped, &resolved.Arguments)
 	}
-	if err == nil && (loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}).set() {
+	if err == nil && looped {
 		if err := r.e.executeTaskLoop(ctx, p, r.node, &t, resolved, mergeParams(r.globals, r.sc), r.linker(deps), r.tmplJSON); err != nil {
 			return nil, err
 		}
