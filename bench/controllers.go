@@ -87,7 +87,7 @@ func (e *env) startController(ctx context.Context, name, ns string, o processOpt
 		proc, err := compat.StartWFGuard(compat.WFGuardOptions{Binary: e.opts.ControllerBinary, Kubeconfig: kubeconfig, Namespace: ns,
 			ExecutorImage: e.image, Workers: e.opts.Workers, QPS: e.opts.QPS, Burst: e.opts.Burst, LogPath: logPath,
 			Args: []string{"--metrics-port=" + strconv.Itoa(port), "--status-coalesce-window=" + e.opts.CoalesceWindow.String(),
-				"--orphan-sweep-interval=1m", "--log-level=" + cmp.Or(e.opts.ControllerLogLevel, "warn"), "--profiling=" + strconv.FormatBool(e.profiling())}})
+				"--orphan-sweep-interval=1m", "--log-level=" + cmp.Or(e.opts.ControllerLogLevel, defaultControllerLogLevel), "--profiling=" + strconv.FormatBool(e.profiling())}})
 		if err != nil {
 			return abort(err)
 		}
