@@ -42,7 +42,15 @@ func (r *Releaser) orphaned(pod *corev1.Pod) bool {
 // ReleaseOrphans is the orphan path of a workflow key: pods labelled for this workflow name, in its
 // namespace only, whose owning workflow (by UID) is gone, lose the finalizer.
 func (r *Releaser) ReleaseOrphans(ctx context.Context, key string) error {
-	return r.releaseIndexed(ctx, r.cfg.PodsByWorkflowKey, key, r.orphaned, releaseOrphaned)
+	return r.releaseIndexed(ctx, r.cfg.PodsByWorkflowKey, key, r.orphaned, staysOnceReleased, releaseOrphaned)
+}
+
+// staysOnceReleased reports whether an orphan would stay once released, so that only the completed label
+// takes it out of the pod cache. One that is being deleted, or that still names its gone workflow (the
+// garbage collector deletes it), leaves by itself: labelling it too would cost the API server a costlier
+// patch for nothing, as argo, which only removes the finalizer, does not.
+func staysOnceReleased(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && podidentity.LostItsOwner(pod)
 }
 
 // Sweep periodically enqueues the workflow key of every orphaned pod still holding the finalizer, and

@@ -136,12 +136,15 @@ func (r *Releaser) ReleaseByOwner(ctx context.Context, owner podidentity.Owner) 
 	held := func(pod *corev1.Pod) bool {
 		return slices.Contains(pod.Finalizers, Finalizer) && r.cfg.Ours(owner, pod)
 	}
-	return r.releaseIndexed(ctx, r.cfg.PodsByWorkflowUID, string(owner.UID), held, releasePersisted)
+	return r.releaseIndexed(ctx, r.cfg.PodsByWorkflowUID, string(owner.UID), held, alwaysLabel, releasePersisted)
 }
 
-// releaseIndexed releases and labels completed the cached pods under index=value that match, skipping
-// those already settled.
-func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, match func(*corev1.Pod) bool, reason string) error {
+// alwaysLabel labels every released pod completed.
+func alwaysLabel(*corev1.Pod) bool { return true }
+
+// releaseIndexed releases the cached pods under index=value that match, skipping those already settled,
+// and labels completed those that label says to.
+func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, match, label func(*corev1.Pod) bool, reason string) error {
 	objs, err := r.cfg.Pods.ByIndex(index, value)
 	if err != nil {
 		return err
@@ -150,7 +153,7 @@ func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, matc
 	var due []Settlement
 	for _, o := range objs {
 		if pod := o.(*corev1.Pod); match(pod) && !r.expectations.Pending(pod) {
-			due = append(due, Settlement{Pod: pod, Release: true, Complete: true})
+			due = append(due, Settlement{Pod: pod, Release: true, Complete: label(pod)})
 		}
 	}
 	_, err = r.settleAll(ctx, due, reason)

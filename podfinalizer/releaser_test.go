@@ -228,4 +228,53 @@ func TestAWorkflowThatCannotBeReconciledLosesEveryFinalizerOfItsOwnPods(t *testi
 	if got := testutil.ToFloat64(f.r.metrics.finalizersReleased.WithLabelValues(releasePersisted)); got != 40 {
 		t.Errorf("released{persisted} = %v, want 40", got)
 	}
+	// Its workflow is still there and keeps its pods: only the label takes them out of the pod cache.
+	if got := testutil.ToFloat64(f.r.metrics.labelledCompleted); got != 40 {
+		t.Errorf("labelled completed = %v, want 40", got)
+	}
+}
+
+func TestAReleasedOrphanIsLabelledCompletedOnlyWhenNothingElseWillRemoveIt(t *testing.T) {
+	now := metav1.Now()
+	for _, tc := range []struct {
+		sentence  string
+		edit      func(*corev1.Pod)
+		wantLabel bool
+	}{
+		{"an orphan that still names its gone workflow is left to the garbage collector", func(*corev1.Pod) {}, false},
+		{"an orphan whose ownerReference was removed stays once released, so it is labelled", func(p *corev1.Pod) { p.OwnerReferences = nil }, true},
+		{"an orphan without an owner that is being deleted leaves by itself", func(p *corev1.Pod) {
+			p.OwnerReferences, p.DeletionTimestamp = nil, &now
+		}, false},
+		{"an orphan naming its gone workflow that is being deleted leaves by itself", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, false},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			orphan := pod("wf-123", "wf", "gone", "wf-123")
+			tc.edit(orphan)
+			f := newFixture(t, Config{}, orphan)
+			if err := f.r.ReleaseOrphans(context.Background(), "ns/wf"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), orphan.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(got.Finalizers, Finalizer) {
+				t.Errorf("the orphan still holds %s", Finalizer)
+			}
+			if IsCompleted(got) != tc.wantLabel {
+				t.Errorf("labelled completed = %v, want %v", IsCompleted(got), tc.wantLabel)
+			}
+			wantCount := 0.0
+			if tc.wantLabel {
+				wantCount = 1
+			}
+			if n := testutil.ToFloat64(f.r.metrics.labelledCompleted); n != wantCount {
+				t.Errorf("labelled completed counter = %v, want %v", n, wantCount)
+			}
+			if n := testutil.ToFloat64(f.r.metrics.finalizersReleased.WithLabelValues(releaseOrphaned)); n != 1 {
+				t.Errorf("released{orphaned} = %v, want 1", n)
+			}
+		})
+	}
 }

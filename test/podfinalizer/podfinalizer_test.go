@@ -146,10 +146,12 @@ func TestPodsOfAWorkflowDeletedWithOrphanPropagationAreReleased(t *testing.T) {
 		metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Until(t, "both pods left without an owner and without the status finalizer", time.Minute, func(ctx context.Context) bool {
+	// Nothing else will ever delete them, so they are labelled completed too: that takes them out of the
+	// controller's pod cache.
+	harness.Until(t, "both pods left without an owner, without the status finalizer, and labelled completed", time.Minute, func(ctx context.Context) bool {
 		pods := podsIn(ctx, ns)
 		for _, p := range pods {
-			if len(p.OwnerReferences) > 0 {
+			if len(p.OwnerReferences) > 0 || !podfinalizer.IsCompleted(&p) {
 				return false
 			}
 		}
