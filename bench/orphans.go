@@ -43,8 +43,8 @@ type OrphansRound struct {
 	ControllerFirst bool    `json:"controllerFirst"`
 }
 
-// rawReleaseConcurrency matches the controller's own bound on concurrent releases.
-const rawReleaseConcurrency = 16
+// rawReleaseConcurrency is the controller's own bound on concurrent releases.
+const rawReleaseConcurrency = podfinalizer.ReleaseParallelism
 
 // orphans measures wfguard alone: its sweep of pods whose workflow is gone has no counterpart measured
 // in argo here.

@@ -160,8 +160,10 @@ func (r *Releaser) releaseIndexed(ctx context.Context, index, value string, matc
 	return err
 }
 
-// releaseParallelism bounds concurrent settling patches within one pass (the client's QPS bounds the rest).
-const releaseParallelism = 16
+// ReleaseParallelism bounds concurrent settling patches within one pass. The client's QPS is meant to bound
+// the rate: each patch waits out the API server's latency, which under load reaches 30-40 ms, so 16 in
+// flight held a 5,000-pod sweep at 400-450 patches a second, below a QPS of 500.
+const ReleaseParallelism = 32
 
 // settleAll settles pods concurrently (a workflow's thousand pods need not wait on each other) and returns
 // the patched pods.
@@ -169,7 +171,7 @@ func (r *Releaser) settleAll(ctx context.Context, due []Settlement, reason strin
 	var mu sync.Mutex
 	var errs []error
 	var settled []*corev1.Pod
-	sem := make(chan struct{}, releaseParallelism)
+	sem := make(chan struct{}, ReleaseParallelism)
 	var wg sync.WaitGroup
 	for _, s := range due {
 		wg.Add(1)

@@ -214,7 +214,7 @@ func TestOnlyTheControllersPodsOfAWorkflowUIDThatIsGoneAreOrphans(t *testing.T) 
 
 func TestAWorkflowThatCannotBeReconciledLosesEveryFinalizerOfItsOwnPods(t *testing.T) {
 	var pods []*corev1.Pod
-	for i := range 40 { // more than releaseParallelism
+	for i := range 2*ReleaseParallelism + 1 { // more than ReleaseParallelism
 		pods = append(pods, pod("p"+strings.Repeat("x", i), "wf", "u1", "id"))
 	}
 	other := pod("other", "wf", "u2", "id")
@@ -225,12 +225,12 @@ func TestAWorkflowThatCannotBeReconciledLosesEveryFinalizerOfItsOwnPods(t *testi
 	if got := f.holding(t); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("pods holding the finalizer = %v, want only the other workflow UID's", got)
 	}
-	if got := testutil.ToFloat64(f.r.metrics.finalizersReleased.WithLabelValues(releasePersisted)); got != 40 {
-		t.Errorf("released{persisted} = %v, want 40", got)
+	if got := testutil.ToFloat64(f.r.metrics.finalizersReleased.WithLabelValues(releasePersisted)); got != float64(len(pods)) {
+		t.Errorf("released{persisted} = %v, want %d", got, len(pods))
 	}
 	// Its workflow is still there and keeps its pods: only the label takes them out of the pod cache.
-	if got := testutil.ToFloat64(f.r.metrics.labelledCompleted); got != 40 {
-		t.Errorf("labelled completed = %v, want 40", got)
+	if got := testutil.ToFloat64(f.r.metrics.labelledCompleted); got != float64(len(pods)) {
+		t.Errorf("labelled completed = %v, want %d", got, len(pods))
 	}
 }
 
