@@ -73,7 +73,7 @@ const defaultControllerLogLevel = "warn"
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, ControllerLogLevel: defaultControllerLogLevel, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000, OrphanRounds: 3,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000, OrphanRounds: 5,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}
 }
