@@ -47,8 +47,8 @@ func (r *Releaser) ReleaseOrphans(ctx context.Context, key string) error {
 
 // staysOnceReleased reports whether an orphan would stay once released, so that only the completed label
 // takes it out of the pod cache. One that is being deleted, or that still names its gone workflow (the
-// garbage collector deletes it), leaves by itself: labelling it too would cost the API server a costlier
-// patch for nothing, as argo, which only removes the finalizer, does not.
+// garbage collector deletes it), leaves by itself: the label would only make its patch costlier to the API
+// server. argo, too, only removes the finalizer from the pods of a deleted workflow.
 func staysOnceReleased(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && podidentity.LostItsOwner(pod)
 }
