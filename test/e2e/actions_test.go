@@ -309,6 +309,40 @@ func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *
 	}
 }
 
+func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRecord(t *testing.T) {
+	// The controller may write outcomes only once the workflow is gone from the server: the record that
+	// holds the outcome is then only in the deletion the controller watched.
+	argo := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows"))
+	hooks := controller.Hooks{BeforeActionStatus: func(key string) bool {
+		ns, name, _ := strings.Cut(key, "/")
+		_, err := argo.Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}}
+	e := newEnv(t, envOptions{hooks: hooks})
+	wf := e.Submit(fmt.Sprintf(approval, "deleted"))
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "deleted[0].approve") != nil })
+	a := e.create("suspend-then-deleted", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		st := e.extStatus(wf.Name)
+		return st["suspended"] == true && st["appliedActions"] != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the action's effect and record were not persisted together: %v", err)
+	}
+	if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
+		t.Fatalf("the outcome was written while the workflow existed: %+v", got.Status)
+	}
+	if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The suspend was applied: WorkflowNotFound would say it never was (I3).
+	done := e.waitAction(a.Name)
+	expectOutcome(t, done, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+	if done.Status.Message != "workflow suspended" {
+		t.Errorf("outcome message = %q, want the recorded %q", done.Status.Message, "workflow suspended")
+	}
+}
+
 func TestTheCRDRejectsMalformedActionsAtAdmission(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	client := e.actionClient()

@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/extstatus"
+)
+
+// goneRecords keeps the write-ahead action records of workflows seen deleted until a pass of their key has
+// reported them. A workflow deleted between the write that records an action and the write of the action's
+// outcome takes the record with it: without this its action would fail WorkflowNotFound although its effect
+// was applied (DESIGN.md I3). Only what the delete event carried is known: a workflow deleted while the
+// controller was down leaves no record anywhere, and its actions fail WorkflowNotFound.
+type goneRecords struct {
+	mu    sync.Mutex
+	byKey map[string][]goneWorkflow
+}
+
+// goneWorkflow is a deleted workflow's last state and the records it held.
+type goneWorkflow struct {
+	wf      *wfv1.Workflow
+	records []extstatus.AppliedAction
+}
+
+// keep stores the records of a deleted workflow, from the delete event's object; nothing when it holds none.
+func (g *goneRecords) keep(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if recs, found, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions"); !found || len(recs) == 0 {
+		return // the common case, decided without decoding the workflow
+	}
+	wf, ext, err := extstatus.FromUnstructured(u)
+	if err != nil || len(ext.AppliedActions) == 0 {
+		return // undecodable: its actions fail WorkflowNotFound, as they would have
+	}
+	g.put(u.GetNamespace()+"/"+u.GetName(), goneWorkflow{wf: wf, records: ext.AppliedActions})
+}
+
+func (g *goneRecords) put(key string, w goneWorkflow) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byKey == nil {
+		g.byKey = map[string][]goneWorkflow{}
+	}
+	g.byKey[key] = append(g.byKey[key], w)
+}
+
+// take removes and returns the deleted workflows of key whose records are not reported yet.
+func (g *goneRecords) take(key string) []goneWorkflow {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.byKey[key]
+	delete(g.byKey, key)
+	return out
+}
+
+// reportGone writes the recorded outcome of every action a deleted incarnation of key applied and did not
+// report. It runs first in every pass of the key, before a gone workflow's actions are failed and before a
+// new workflow of the same name drains them.
+func (c *Controller) reportGone(ctx context.Context, key string) error {
+	var errs []error
+	for _, g := range c.gone.take(key) {
+		if err := c.drainer.Report(ctx, key, g.wf, g.records); err != nil {
+			c.gone.put(key, g) // the next pass tries again
+			errs = append(errs, fmt.Errorf("reporting the actions recorded by deleted workflow %s (uid %s): %w", key, g.wf.UID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
