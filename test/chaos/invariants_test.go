@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/extstatus"
@@ -48,6 +49,12 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 	action := func(rvn, name string, phase v1alpha1.ActionPhase) *v1alpha1.WorkflowAction {
 		return &v1alpha1.WorkflowAction{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rvn}, Status: v1alpha1.WorkflowActionStatus{Phase: phase}}
 	}
+	failedWith := func(rvn, name, reason string) *v1alpha1.WorkflowAction {
+		a := action(rvn, name, v1alpha1.PhaseFailed)
+		a.Status.Reason = reason
+		return a
+	}
+	stopRecorded := extstatus.Extensions{Shutdown: wfv1.ShutdownStrategyStop, AppliedActions: []extstatus.AppliedAction{{UID: "a1", Name: "stop-1", Outcome: "Succeeded"}}}
 	deps := plan{deps: map[string]map[string][]string{"w": {"w.b": {"w.a"}}}, actionKinds: map[string]string{}}
 	// A retried workflow: completed Failed at rv 4, reopened by retry-1 at rv 6 (its nodes run again).
 	wfIn := func(rvn string, phase wfv1.WorkflowPhase, ext extstatus.Extensions, nodes ...wfv1.NodeStatus) *unstructured.Unstructured {
@@ -99,6 +106,18 @@ func TestTheCheckerCatchesEachBrokenInvariant(t *testing.T) {
 			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
 		{"a terminal action that changes phase breaks I3",
 			history{actions: []*v1alpha1.WorkflowAction{action("3", "stop-1", v1alpha1.PhaseSucceeded), action("4", "stop-1", v1alpha1.PhaseFailed)}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
+		{"a Stop whose workflow was deleted, with its record, before any outcome, and failed WorkflowNotFound, is clean",
+			history{workflows: []*unstructured.Unstructured{wfAt("4", stopRecorded)},
+				actions: []*v1alpha1.WorkflowAction{failedWith("6", "stop-1", actions.ReasonWorkflowNotFound)}, deleted: map[string]int64{uid: 5}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, ""},
+		{"a Stop failed WorkflowNotFound while its recording workflow still existed breaks I3",
+			history{workflows: []*unstructured.Unstructured{wfAt("4", stopRecorded)},
+				actions: []*v1alpha1.WorkflowAction{failedWith("6", "stop-1", actions.ReasonWorkflowNotFound)}, deleted: map[string]int64{uid: 7}},
+			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
+		{"a Stop whose workflow was deleted, failed for another reason than WorkflowNotFound, breaks I3",
+			history{workflows: []*unstructured.Unstructured{wfAt("4", stopRecorded)},
+				actions: []*v1alpha1.WorkflowAction{failedWith("6", "stop-1", actions.ReasonWorkflowCompleted)}, deleted: map[string]int64{uid: 5}},
 			plan{actionKinds: map[string]string{"stop-1": v1alpha1.ActionStop}}, nil, "I3"},
 		{"a Stop recorded without its shutdown in the same write breaks I4",
 			history{workflows: []*unstructured.Unstructured{wfAt("4", extstatus.Extensions{AppliedActions: []extstatus.AppliedAction{{UID: "a1", Name: "stop-1", Outcome: "Succeeded"}}})},
