@@ -282,20 +282,28 @@ func TestAUIDPinnedActionNeverTouchesASameNamedReplacement(t *testing.T) {
 	}
 }
 
-func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *testing.T) {
-	// This controller "dies" after every workflow write that recorded an action, before the action write.
-	hooks := controller.Hooks{BeforeActionStatus: func(string) bool { return false }}
-	e := newEnv(t, envOptions{hooks: hooks})
-	wf := e.Submit(fmt.Sprintf(approval, "crash"))
-	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "crash[0].approve") != nil })
-	a := e.create("suspend-once", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+// suspendRecorded submits an approval workflow named name, suspends it with action actionName and waits
+// until the suspension and its write-ahead record are persisted together (I4).
+func (e *env) suspendRecorded(name, actionName string) (*wfv1.Workflow, *v1alpha1.WorkflowAction) {
+	e.t.Helper()
+	wf := e.Submit(fmt.Sprintf(approval, name))
+	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, name+"[0].approve") != nil })
+	a := e.create(actionName, v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
+	err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		st := e.extStatus(wf.Name)
 		return st["suspended"] == true && st["appliedActions"] != nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the action's effect and record were not persisted together: %v", err)
+		e.t.Fatalf("the action's effect and record were not persisted together: %v", err)
 	}
+	return wf, a
+}
+
+func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *testing.T) {
+	// This controller "dies" after every workflow write that recorded an action, before the action write.
+	hooks := controller.Hooks{BeforeActionStatus: func(string) bool { return false }}
+	e := newEnv(t, envOptions{hooks: hooks})
+	_, a := e.suspendRecorded("crash", "suspend-once")
 	e.stopController()
 	if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
 		t.Fatalf("the crash point did not hold back the action write")
@@ -319,16 +327,7 @@ func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRe
 		return apierrors.IsNotFound(err)
 	}}
 	e := newEnv(t, envOptions{hooks: hooks})
-	wf := e.Submit(fmt.Sprintf(approval, "deleted"))
-	e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "deleted[0].approve") != nil })
-	a := e.create("suspend-then-deleted", v1alpha1.WorkflowActionSpec{WorkflowRef: ref(wf.Name), Action: v1alpha1.ActionSuspend})
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		st := e.extStatus(wf.Name)
-		return st["suspended"] == true && st["appliedActions"] != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the action's effect and record were not persisted together: %v", err)
-	}
+	wf, a := e.suspendRecorded("deleted", "suspend-then-deleted")
 	if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
 		t.Fatalf("the outcome was written while the workflow existed: %+v", got.Status)
 	}
