@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -71,6 +72,29 @@ type Drainer struct {
 	// BeforeStatus runs after the persist that recorded actions, before their statuses are written;
 	// returning false skips the writes, as a crash at that point would. Nil writes them.
 	BeforeStatus func(key string) bool
+
+	// written holds the UIDs of actions whose outcome this drainer wrote, until the cache shows them
+	// terminal: an action reported from a deleted workflow's record has no record in a new workflow of the
+	// same name, so only this keeps a stale cache from applying it again.
+	written sync.Map
+}
+
+// Observed is the action cache's update handler: once the cache shows an action terminal, its own status
+// keeps the drain from applying it, and the drainer forgets its write.
+func (d *Drainer) Observed(obj any) {
+	if a, ok := obj.(*v1alpha1.WorkflowAction); ok && a.Status.Terminal() {
+		d.written.Delete(a.UID)
+	}
+}
+
+// Forget is the action cache's delete handler: a deleted action needs no memory of its write.
+func (d *Drainer) Forget(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if a, ok := obj.(*v1alpha1.WorkflowAction); ok {
+		d.written.Delete(a.UID)
+	}
 }
 
 // actionsOf returns the actions naming key's workflow, in application order.
@@ -96,8 +120,11 @@ func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext 
 	}
 	var errs []error
 	for _, a := range d.actionsOf(key) {
-		if a.Status.Terminal() || recorded[string(a.UID)] {
-			continue // done, or applied before a crash: its outcome is reported after persist
+		if a.Status.Terminal() {
+			continue
+		}
+		if _, ok := d.written.Load(a.UID); ok || recorded[string(a.UID)] {
+			continue // reported, or applied before a crash: its outcome is reported after persist
 		}
 		if len(ext.AppliedActions) >= maxAppliedActions {
 			// The record is full of outcomes not yet reported; apply more only once they are, so no

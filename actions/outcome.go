@@ -85,6 +85,7 @@ func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, 
 				typ = corev1.EventTypeWarning
 			}
 			d.Recorder.Eventf(a, typ, out.Reason, "%s", out.Message)
+			d.written.Store(a.UID, struct{}{})
 			return out, true, nil
 		case apierrors.IsNotFound(err):
 			return out, false, nil

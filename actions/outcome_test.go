@@ -320,3 +320,55 @@ func TestReportWritesEachRecordedOutcomeOnceWithItsEventsAndCount(t *testing.T) 
 		})
 	}
 }
+
+func TestAnOutcomeWrittenFromADeletedWorkflowsRecordIsNotAppliedAgainWhileTheCacheLags(t *testing.T) {
+	a := action("act", v1alpha1.ActionSuspend, t0, "")
+	srv := &actionServer{stored: a.DeepCopy()}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	client, err := v1alpha1.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexWorkflowKey: IndexByWorkflow})
+	if err := idx.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	d := &Drainer{Client: client, Actions: idx, FieldManager: "wfguard", Clock: clocktesting.NewFakePassiveClock(t0),
+		Log: slog.New(slog.DiscardHandler), Metrics: m, Recorder: &eventLog{}}
+	deleted := running()
+	deleted.UID = "deleted-uid"
+	record := extstatus.AppliedAction{UID: a.UID, Name: a.Name, Outcome: "Succeeded", Reason: ReasonApplied, Message: "workflow suspended"}
+	if err := d.Report(context.Background(), "ns/w", deleted, []extstatus.AppliedAction{record}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new workflow of the same name, whose record list is empty, drains over a cache that still shows the action pending.
+	ext := &extstatus.Extensions{}
+	if _, err := d.Drain(context.Background(), "ns/w", running(), ext, t0); err != nil {
+		t.Fatal(err)
+	}
+	if len(ext.AppliedActions) != 0 {
+		t.Fatalf("the reported action was applied again to the new workflow: %+v", ext.AppliedActions)
+	}
+	// Once the cache shows it terminal, the drainer forgets its write; its status keeps it from the drain.
+	srv.mu.Lock()
+	stored := srv.stored.DeepCopy()
+	srv.mu.Unlock()
+	if !stored.Status.Terminal() {
+		t.Fatalf("the outcome was not written: %+v", stored.Status)
+	}
+	d.Observed(stored)
+	if _, ok := d.written.Load(a.UID); ok {
+		t.Error("the drainer still remembers a write its cache shows")
+	}
+	d.written.Store(a.UID, struct{}{})
+	d.Forget(cache.DeletedFinalStateUnknown{Key: "ns/act", Obj: stored})
+	if _, ok := d.written.Load(a.UID); ok {
+		t.Error("the drainer still remembers a write of a deleted action")
+	}
+}

@@ -199,10 +199,14 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		AddFunc: c.enqueueAction,
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+				c.drainer.Observed(obj)
 				c.enqueueAction(obj)
 			}
 		},
-		DeleteFunc: c.enqueueAction, // its record in appliedActions can be pruned
+		DeleteFunc: func(obj any) {
+			c.drainer.Forget(obj)
+			c.enqueueAction(obj) // its record in appliedActions can be pruned
+		},
 	})); err != nil {
 		return nil, fmt.Errorf("adding workflowaction handlers: %w", err)
 	}

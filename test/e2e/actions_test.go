@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,27 +319,56 @@ func TestACrashBetweenTheWorkflowWriteAndTheActionWriteIsReportedExactlyOnce(t *
 }
 
 func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRecord(t *testing.T) {
-	// The controller may write outcomes only once the workflow is gone from the server: the record that
-	// holds the outcome is then only in the deletion the controller watched.
-	argo := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows"))
-	hooks := controller.Hooks{BeforeActionStatus: func(key string) bool {
-		ns, name, _ := strings.Cut(key, "/")
-		_, err := argo.Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}}
-	e := newEnv(t, envOptions{hooks: hooks})
-	wf, a := e.suspendRecorded("deleted", "suspend-then-deleted")
-	if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
-		t.Fatalf("the outcome was written while the workflow existed: %+v", got.Status)
-	}
-	if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The suspend was applied: WorkflowNotFound would say it never was (I3).
-	done := e.waitAction(a.Name)
-	expectOutcome(t, done, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-	if done.Status.Message != "workflow suspended" {
-		t.Errorf("outcome message = %q, want the recorded %q", done.Status.Message, "workflow suspended")
+	for _, tc := range []struct {
+		sentence string
+		recreate bool
+	}{
+		{"a deleted workflow's action is reported from the record its deletion carried", false},
+		{"and it is never applied again to a new workflow of the same name", true},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			// The controller may write outcomes only once the suspended workflow is gone from the server: the
+			// record that holds the outcome is then only in the deletion the controller watched.
+			var first atomic.Value
+			argo := dynamic.NewForConfigOrDie(cp.Config()).Resource(wfv1.SchemeGroupVersion.WithResource("workflows"))
+			hooks := controller.Hooks{BeforeActionStatus: func(key string) bool {
+				ns, name, _ := strings.Cut(key, "/")
+				u, err := argo.Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err) || (err == nil && first.Load() != nil && u.GetUID() != first.Load())
+			}}
+			e := newEnv(t, envOptions{hooks: hooks})
+			wf, a := e.suspendRecorded("deleted", "suspend-then-deleted")
+			first.Store(wf.UID)
+			if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
+				t.Fatalf("the outcome was written while the workflow existed: %+v", got.Status)
+			}
+			if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.recreate {
+				harness.Until(t, "the deleted workflow gone", 30*time.Second, func(ctx context.Context) bool {
+					_, err := argo.Namespace(e.Namespace).Get(ctx, wf.Name, metav1.GetOptions{})
+					return apierrors.IsNotFound(err)
+				})
+				e.Submit(fmt.Sprintf(approval, "deleted"))
+			}
+			// The suspend was applied: WorkflowNotFound would say it never was (I3).
+			done := e.waitAction(a.Name)
+			expectOutcome(t, done, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
+			if done.Status.Message != "workflow suspended" {
+				t.Errorf("outcome message = %q, want the recorded %q", done.Status.Message, "workflow suspended")
+			}
+			if !tc.recreate {
+				return
+			}
+			again := e.WaitFor(wf.Name, "running", 30*time.Second, func(wf *wfv1.Workflow) bool { return harness.NodeByName(wf, "deleted[0].approve") != nil })
+			if again.UID == wf.UID {
+				t.Fatalf("the workflow was not recreated")
+			}
+			if st := e.extStatus(wf.Name); st["suspended"] == true || st["appliedActions"] != nil {
+				t.Errorf("the new workflow of the same name took the deleted one's action (I6): suspended %v, records %v", st["suspended"], st["appliedActions"])
+			}
+		})
 	}
 }
 
