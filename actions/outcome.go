@@ -73,6 +73,15 @@ func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, 
 	client := d.Client.Namespace(a.Namespace)
 	now := metav1.NewTime(d.Clock.Now())
 	status := v1alpha1.WorkflowActionStatus{Phase: out.Phase, Reason: out.Reason, Message: out.Message, CompletionTime: &now}
+	// Remembered before the write, so that the cache's event for it, which may come before the answer,
+	// always finds it to forget (Observed); forgotten again unless this call or an earlier one wrote it.
+	_, earlier := d.written.LoadOrStore(a.UID, struct{}{})
+	wrote := false
+	defer func() {
+		if !wrote && !earlier {
+			d.written.Delete(a.UID)
+		}
+	}()
 	for attempt := 1; ; attempt++ {
 		next := a.DeepCopy()
 		next.Status = status
@@ -85,7 +94,7 @@ func (d *Drainer) writeOutcome(ctx context.Context, a *v1alpha1.WorkflowAction, 
 				typ = corev1.EventTypeWarning
 			}
 			d.Recorder.Eventf(a, typ, out.Reason, "%s", out.Message)
-			d.written.Store(a.UID, struct{}{})
+			wrote = true
 			return out, true, nil
 		case apierrors.IsNotFound(err):
 			return out, false, nil
