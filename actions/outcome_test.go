@@ -247,25 +247,8 @@ func TestReportWritesEachRecordedOutcomeOnceWithItsEventsAndCount(t *testing.T) 
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			a := action("act", tc.action, t0, "")
-			srv := &actionServer{stored: a.DeepCopy()}
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			client, err := v1alpha1.NewForConfig(&rest.Config{Host: ts.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := prometheus.NewRegistry()
-			m, err := NewMetrics(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexWorkflowKey: IndexByWorkflow})
-			if err := idx.Add(a); err != nil {
-				t.Fatal(err)
-			}
-			events := &eventLog{}
-			d := &Drainer{Client: client, Actions: idx, FieldManager: "wfguard", Clock: clocktesting.NewFakePassiveClock(t0),
-				Log: slog.New(slog.DiscardHandler), Metrics: m, Recorder: events}
+			d, srv, idx := drainerOverServer(t, a)
+			m, events := d.Metrics, d.Recorder.(*eventLog)
 			record := tc.record
 			record.UID, record.Name = a.UID, a.Name
 
@@ -323,23 +306,7 @@ func TestReportWritesEachRecordedOutcomeOnceWithItsEventsAndCount(t *testing.T) 
 
 func TestAnOutcomeWrittenFromADeletedWorkflowsRecordIsNotAppliedAgainWhileTheCacheLags(t *testing.T) {
 	a := action("act", v1alpha1.ActionSuspend, t0, "")
-	srv := &actionServer{stored: a.DeepCopy()}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	client, err := v1alpha1.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexWorkflowKey: IndexByWorkflow})
-	if err := idx.Add(a); err != nil {
-		t.Fatal(err)
-	}
-	d := &Drainer{Client: client, Actions: idx, FieldManager: "wfguard", Clock: clocktesting.NewFakePassiveClock(t0),
-		Log: slog.New(slog.DiscardHandler), Metrics: m, Recorder: &eventLog{}}
+	d, srv, _ := drainerOverServer(t, a)
 	deleted := running()
 	deleted.UID = "deleted-uid"
 	record := extstatus.AppliedAction{UID: a.UID, Name: a.Name, Outcome: "Succeeded", Reason: ReasonApplied, Message: "workflow suspended"}
@@ -371,4 +338,28 @@ func TestAnOutcomeWrittenFromADeletedWorkflowsRecordIsNotAppliedAgainWhileTheCac
 	if _, ok := d.written.Load(a.UID); ok {
 		t.Error("the drainer still remembers a write of a deleted action")
 	}
+}
+
+// drainerOverServer is a Drainer whose cache holds a and whose client writes to an actionServer storing a;
+// its Metrics are fresh and its Recorder an eventLog.
+func drainerOverServer(t *testing.T, a *v1alpha1.WorkflowAction) (*Drainer, *actionServer, cache.Indexer) {
+	t.Helper()
+	srv := &actionServer{stored: a.DeepCopy()}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	client, err := v1alpha1.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexWorkflowKey: IndexByWorkflow})
+	if err := idx.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	d := &Drainer{Client: client, Actions: idx, FieldManager: "wfguard", Clock: clocktesting.NewFakePassiveClock(t0),
+		Log: slog.New(slog.DiscardHandler), Metrics: m, Recorder: &eventLog{}}
+	return d, srv, idx
 }
