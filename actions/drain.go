@@ -50,7 +50,8 @@ func IndexByWorkflow(obj any) ([]string, error) {
 
 // Drainer is the action seam of a workflow's reconcile: it applies the pending actions of a workflow to the
 // in-memory pass with their write-ahead record (Drain), writes their outcomes once that pass is persisted
-// (Report), and settles the actions of a workflow that is gone (FailOrphans) or completed (SettleCompleted).
+// (Report, and ReportGone for a workflow deleted before that), and settles the actions of a workflow that is
+// gone (FailOrphans) or completed (SettleCompleted).
 // The caller serializes calls per workflow key, as the pipeline does.
 type Drainer struct {
 	// Client writes the actions' statuses.
@@ -77,6 +78,8 @@ type Drainer struct {
 	// terminal: an action reported from a deleted workflow's record has no record in a new workflow of the
 	// same name, so only this keeps a stale cache from applying it again.
 	written sync.Map
+	// gone holds the records of deleted workflows until ReportGone reports them (KeepGone).
+	gone goneRecords
 }
 
 // Observed is the action cache's update handler: once the cache shows an action terminal, its own status

@@ -145,7 +145,6 @@ type Controller struct {
 	dynamic       dynamic.Interface
 	actions       *actionsv1.Client
 	drainer       *actions.Drainer   // the action seam of each pass
-	gone          goneRecords        // action records of deleted workflows, until reported
 	actionGC      *actions.Collector // deletes expired actions
 	queue         workqueue.TypedRateLimitingInterface[string]
 	inf           *informerSet

@@ -163,7 +163,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		},
 		DeleteFunc: func(obj any) {
 			c.forgetWrites(obj)
-			c.gone.keep(obj)
+			c.drainer.KeepGone(obj)
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}

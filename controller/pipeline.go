@@ -68,7 +68,7 @@ func (c *Controller) decisionPhases() []phase {
 
 // reconcile routes a key to its flow: a workflow that is gone, one that is completed, or one that runs.
 func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, error) {
-	if err := c.reportGone(ctx, key); err != nil {
+	if err := c.drainer.ReportGone(ctx, key); err != nil {
 		return 0, err
 	}
 	obj, exists, err := c.inf.workflows.GetIndexer().GetByKey(key)

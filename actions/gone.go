@@ -1,4 +1,4 @@
-package controller
+package actions
 
 import (
 	"context"
@@ -29,25 +29,6 @@ type goneWorkflow struct {
 	records []extstatus.AppliedAction
 }
 
-// keep stores the records of a deleted workflow, from the delete event's object; nothing when it holds none.
-func (g *goneRecords) keep(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	if recs, found, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions"); !found || len(recs) == 0 {
-		return // the common case, decided without decoding the workflow
-	}
-	wf, ext, err := extstatus.FromUnstructured(u)
-	if err != nil || len(ext.AppliedActions) == 0 {
-		return // undecodable: its actions fail WorkflowNotFound, as they would have
-	}
-	g.put(u.GetNamespace()+"/"+u.GetName(), goneWorkflow{wf: wf, records: ext.AppliedActions})
-}
-
 func (g *goneRecords) put(key string, w goneWorkflow) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -66,14 +47,36 @@ func (g *goneRecords) take(key string) []goneWorkflow {
 	return out
 }
 
-// reportGone writes the recorded outcome of every action a deleted incarnation of key applied and did not
-// report. It runs first in every pass of the key, before a gone workflow's actions are failed and before a
-// new workflow of the same name drains them.
-func (c *Controller) reportGone(ctx context.Context, key string) error {
+// KeepGone is part of the workflow cache's delete handler: it keeps the records a deleted workflow holds,
+// from the delete event's object, until ReportGone reports them. A workflow without records costs one field
+// lookup.
+func (d *Drainer) KeepGone(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if recs, found, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions"); !found || len(recs) == 0 {
+		return // the common case, decided without decoding the workflow
+	}
+	wf, ext, err := extstatus.FromUnstructured(u)
+	if err != nil || len(ext.AppliedActions) == 0 {
+		return // undecodable: its actions fail WorkflowNotFound, as they would have
+	}
+	d.gone.put(u.GetNamespace()+"/"+u.GetName(), goneWorkflow{wf: wf, records: ext.AppliedActions})
+}
+
+// ReportGone writes the recorded outcome of every action a deleted incarnation of key applied and did not
+// report. The pipeline calls it first in every pass of the key, before a gone workflow's actions are failed
+// (FailOrphans) and before a new workflow of the same name drains them. A failed report is kept for the
+// next pass.
+func (d *Drainer) ReportGone(ctx context.Context, key string) error {
 	var errs []error
-	for _, g := range c.gone.take(key) {
-		if err := c.drainer.Report(ctx, key, g.wf, g.records); err != nil {
-			c.gone.put(key, g) // the next pass tries again
+	for _, g := range d.gone.take(key) {
+		if err := d.Report(ctx, key, g.wf, g.records); err != nil {
+			d.gone.put(key, g)
 			errs = append(errs, fmt.Errorf("reporting the actions recorded by deleted workflow %s (uid %s): %w", key, g.wf.UID, err))
 		}
 	}
