@@ -58,8 +58,12 @@ func (d *Drainer) KeepGone(obj any) {
 	if !ok {
 		return
 	}
-	if recs, found, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions"); !found || len(recs) == 0 {
-		return // the common case, decided without decoding the workflow
+	// The common case, decided without decoding the workflow. The annotation mirror counts too: argo's CLI
+	// rewriting the workflow drops the status field and leaves the mirror (extstatus.AnnotationAppliedActions).
+	recs, _, _ := unstructured.NestedSlice(u.Object, "status", "appliedActions")
+	mirror, _, _ := unstructured.NestedString(u.Object, "metadata", "annotations", extstatus.AnnotationAppliedActions)
+	if len(recs) == 0 && mirror == "" {
+		return
 	}
 	wf, ext, err := extstatus.FromUnstructured(u)
 	if err != nil || len(ext.AppliedActions) == 0 {

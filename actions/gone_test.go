@@ -37,6 +37,12 @@ func TestTheRecordsOfADeletedWorkflowAreReportedOnItsKeysNextPass(t *testing.T) 
 			deleted: func(t *testing.T) any {
 				return cache.DeletedFinalStateUnknown{Key: "ns/w", Obj: deleted(t, record)}
 			}, passKey: "ns/w", wantMessage: record.Message},
+		{name: "a record only the annotation mirror holds, after argo's types dropped the status field, is reported",
+			deleted: func(t *testing.T) any {
+				u := deleted(t, record)
+				unstructured.RemoveNestedField(u.Object, "status", "appliedActions")
+				return u
+			}, passKey: "ns/w", wantMessage: extstatus.LostMessage},
 		{name: "a workflow without records keeps nothing to report",
 			deleted: func(t *testing.T) any { return deleted(t) }, passKey: "ns/w"},
 		{name: "another key's pass reports nothing of it",
