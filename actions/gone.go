@@ -48,8 +48,8 @@ func (g *goneRecords) take(key string) []goneWorkflow {
 }
 
 // KeepGone is part of the workflow cache's delete handler: it keeps the records a deleted workflow holds,
-// from the delete event's object, until ReportGone reports them. A workflow without records costs one field
-// lookup.
+// from the delete event's object, until ReportGone reports them. A workflow without records costs two field
+// lookups (the record and its annotation mirror).
 func (d *Drainer) KeepGone(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
