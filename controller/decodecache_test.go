@@ -177,3 +177,45 @@ func TestAPassCopyIsUnchangedOnlyIfExactlyItsDecodingAndASemanticTwinEncodesTheS
 		})
 	}
 }
+
+// BenchmarkEncodingAChangedPassForAWrite prices what persist does with a pass of a 50-node workflow that
+// changed one node's host (the commonest change, informational), before the request: encode it, compare it with its stored copy, apply the coalescing
+// rules and fit it to the size limit. It is the baseline for keeping argo's types end to end; "over the
+// size limit" adds the compression a large workflow pays.
+func BenchmarkEncodingAChangedPassForAWrite(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		limit int
+	}{
+		{"under the size limit", extstatus.DefaultMaxWorkflowSize},
+		{"over the size limit", 4 << 10},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var d decodeCache
+			wf, ext, loaded, err := d.decode("ns/w", runningWorkflow(b, 50, "10"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := wf.Status.Nodes["w-49"]
+			n.HostNodeName = "node-2"
+			wf.Status.Nodes["w-49"] = n
+			b.ReportAllocs()
+			for b.Loop() {
+				next, err := extstatus.ToUnstructured(wf, ext)
+				if err != nil {
+					b.Fatal(err)
+				}
+				next.SetResourceVersion(loaded.GetResourceVersion())
+				if equality.Semantic.DeepEqual(loaded.Object, next.Object) || onlyPruned(loaded, next) {
+					b.Fatal("a changed pass found unchanged")
+				}
+				if !informationalOnly(loaded, next) {
+					b.Fatal("a node's new host is not informational")
+				}
+				if _, body, err := extstatus.Fit(next, bc.limit); err != nil || len(body) > bc.limit {
+					b.Fatalf("fitting: %d bytes, %v", len(body), err)
+				}
+			}
+		})
+	}
+}
