@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,10 @@ const DefaultMaxWorkflowSize = 1 << 20
 
 // maxInflatedNodes bounds the decompressed nodes JSON, so a hostile compressedNodes cannot exhaust memory.
 const maxInflatedNodes = 256 << 20
+
+// gzipWriters reuses compressors: a new gzip.Writer allocates about 800 KB of state, most of what each
+// write of a workflow over the size limit allocated (BenchmarkEncodingAChangedPassForAWrite in controller/).
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
 
 // ErrTooLarge is returned (wrapped) when a workflow does not fit the size limit even with compressed nodes.
 var ErrTooLarge = errors.New("workflow is too large to store")
@@ -90,7 +95,12 @@ func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, [
 		return nil, nil, fmt.Errorf("encoding the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer func() {
+		zw.Reset(io.Discard) // the pool must not keep this workflow's bytes alive
+		gzipWriters.Put(zw)
+	}()
+	zw.Reset(&buf)
 	if _, err := zw.Write(nodesJSON); err != nil {
 		return nil, nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}

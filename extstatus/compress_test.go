@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -87,6 +88,40 @@ func TestNodesAreCompressedOnlyWhenTheWorkflowNearsTheLimit(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 1000") {
 		t.Errorf("a workflow over the limit even compressed: err = %v, want ErrTooLarge with the sizes", err)
 	}
+}
+
+func TestEachCompressionHoldsOnlyItsOwnWorkflowsNodes(t *testing.T) {
+	// Fit reuses its compressors: workflows compressed one after another, concurrently too, and after one
+	// that did not fit, each read back exactly their own nodes.
+	var wg sync.WaitGroup
+	for _, n := range []int{3000, 5000, 4000, 6000} {
+		wg.Go(func() {
+			u, err := ToUnstructured(workflowWithNodes(n), Extensions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, _, err := Fit(u, 1000); !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%d nodes under 1,000 bytes: err = %v, want ErrTooLarge", n, err)
+			}
+			data, _ := u.MarshalJSON()
+			fitted, _, err := Fit(u, len(data)/2)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			wf, _, err := FromUnstructured(fitted)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			last := fmt.Sprintf("wf-%d", n-1)
+			if _, ok := wf.Status.Nodes[last]; len(wf.Status.Nodes) != n || !ok {
+				t.Errorf("a workflow of %d nodes read back %d nodes (its last, %s, found: %t)", n, len(wf.Status.Nodes), last, ok)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestCompressedNodesThatDoNotDecodeAreAnErrorNotAPanic(t *testing.T) {
