@@ -110,13 +110,7 @@ func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
 	})
 	b.Run("a pass that changed a node, found changed", func(b *testing.B) {
 		var d decodeCache
-		wf, ext, loaded, err := d.decode("ns/w", u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := wf.Status.Nodes["w-49"]
-		n.Message = "a new message"
-		wf.Status.Nodes["w-49"] = n
+		wf, ext, loaded := passChangingLastNode(b, &d, u, func(n *wfv1.NodeStatus) { n.Message = "a new message" })
 		b.ReportAllocs()
 		for b.Loop() {
 			if d.unchanged("ns/w", loaded, wf, &ext) {
@@ -192,13 +186,7 @@ func BenchmarkEncodingAChangedPassForAWrite(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var d decodeCache
-			wf, ext, loaded, err := d.decode("ns/w", runningWorkflow(b, 50, "10"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			n := wf.Status.Nodes["w-49"]
-			n.HostNodeName = "node-2"
-			wf.Status.Nodes["w-49"] = n
+			wf, ext, loaded := passChangingLastNode(b, &d, runningWorkflow(b, 50, "10"), func(n *wfv1.NodeStatus) { n.HostNodeName = "node-2" })
 			b.ReportAllocs()
 			for b.Loop() {
 				next, err := extstatus.ToUnstructured(wf, ext)
@@ -218,4 +206,18 @@ func BenchmarkEncodingAChangedPassForAWrite(b *testing.B) {
 			}
 		})
 	}
+}
+
+// passChangingLastNode decodes u, a runningWorkflow of 50 nodes, through d and applies change to its last node,
+// as a pass would.
+func passChangingLastNode(b *testing.B, d *decodeCache, u *unstructured.Unstructured, change func(*wfv1.NodeStatus)) (*wfv1.Workflow, extstatus.Extensions, *unstructured.Unstructured) {
+	b.Helper()
+	wf, ext, loaded, err := d.decode("ns/w", u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := wf.Status.Nodes["w-49"]
+	change(&n)
+	wf.Status.Nodes["w-49"] = n
+	return wf, ext, loaded
 }
