@@ -173,9 +173,9 @@ func TestAPassCopyIsUnchangedOnlyIfExactlyItsDecodingAndASemanticTwinEncodesTheS
 }
 
 // BenchmarkEncodingAChangedPassForAWrite prices what persist does with a pass of a 50-node workflow that
-// changed one node's host (the commonest change, informational), before the request: encode it, compare it with its stored copy, apply the coalescing
-// rules and fit it to the size limit. It is the baseline for keeping argo's types end to end; "over the
-// size limit" adds the compression a large workflow pays.
+// changed one node's host (the commonest change, informational), before the request: encode it, compare it
+// with its stored copy, apply the coalescing rules and fit it to the size limit. It is the baseline for
+// keeping argo's types end to end; "over the size limit" adds the compression a large workflow pays.
 func BenchmarkEncodingAChangedPassForAWrite(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -208,8 +208,8 @@ func BenchmarkEncodingAChangedPassForAWrite(b *testing.B) {
 	}
 }
 
-// passChangingLastNode decodes u, a runningWorkflow of 50 nodes, through d and applies change to its last node,
-// as a pass would.
+// passChangingLastNode decodes u, a runningWorkflow of 50 nodes, through d and applies change to its last
+// node, as a pass would.
 func passChangingLastNode(b *testing.B, d *decodeCache, u *unstructured.Unstructured, change func(*wfv1.NodeStatus)) (*wfv1.Workflow, extstatus.Extensions, *unstructured.Unstructured) {
 	b.Helper()
 	wf, ext, loaded, err := d.decode("ns/w", u)

@@ -270,8 +270,6 @@ func checkI3I4(versions []version, h history, p plan, r runs) []violation {
 	return out
 }
 
-// I3, in order: a Retry sent to a workflow completed Failed or Error applies, unless a Retry before it in the
-// controller's order (creation time, then name) applied to the same workflow first, or the workflow is gone.
 // recordLost reports whether an action's record went with its workflow before any controller could report
 // it: the workflow was deleted before the action's outcome was written, and the action failed
 // WorkflowNotFound. A controller that watched the deletion reports the record from it; one that was down
@@ -283,6 +281,8 @@ func recordLost(h history, a *v1alpha1.WorkflowAction, uid string) bool {
 		gone < rv(a.ResourceVersion)
 }
 
+// I3, in order: a Retry sent to a workflow completed Failed or Error applies, unless a Retry before it in the
+// controller's order (creation time, then name) applied to the same workflow first, or the workflow is gone.
 func checkRetryOrder(h history, p plan) []violation {
 	last := map[string]*v1alpha1.WorkflowAction{}
 	for _, a := range h.actions {
