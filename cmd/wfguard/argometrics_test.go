@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"strings"
 	"testing"
 	"time"
@@ -34,31 +37,43 @@ func TestTheBinaryServesArgosMetricNamesAfterAWorkflowRan(t *testing.T) {
 		got, err := argo.ArgoprojV1alpha1().Workflows(ns).Get(t.Context(), wf.Name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == wfv1.WorkflowSucceeded
 	})
-	// The phase gauge reads the controller's cache, which hears the final write a moment after the API does.
+	// The phase gauge reads the controller's cache, which hears the final write a moment after the API does,
+	// and the counters move on their own paths: wait until /metrics shows all of it, then report what is missing.
 	var metrics string
-	waitUntil(t, "the phase gauge counted the succeeded workflow", 30*time.Second, func() bool {
-		metrics = proc.metrics(t)
-		return strings.Contains(metrics, `argo_workflows_gauge{status="Succeeded"} 1`)
-	})
-	for _, e := range argometrics.Catalog {
-		typeLine := "# TYPE " + e.Name + " " + string(e.Type)
-		switch {
-		case !e.Served && strings.Contains(metrics, "# TYPE "+e.Name+" "):
-			t.Errorf("%s is documented as not served but /metrics has it", e.Name)
-		case e.Served && e.Presence != argometrics.OnEvent && !strings.Contains(metrics, typeLine):
-			t.Errorf("/metrics lacks %q", typeLine)
+	missing := func() []string {
+		var out []string
+		if !strings.Contains(metrics, `argo_workflows_gauge{status="Succeeded"} 1`) {
+			out = append(out, `the phase gauge counting the succeeded workflow`)
 		}
+		for _, e := range argometrics.Catalog {
+			typeLine := "# TYPE " + e.Name + " " + string(e.Type)
+			switch {
+			case !e.Served && strings.Contains(metrics, "# TYPE "+e.Name+" "):
+				out = append(out, e.Name+" is documented as not served but /metrics has it")
+			case e.Served && e.Presence != argometrics.OnEvent && !strings.Contains(metrics, typeLine):
+				out = append(out, fmt.Sprintf("/metrics lacks %q", typeLine))
+			}
+		}
+		for _, want := range []string{
+			"argo_workflows_is_leader 1",
+			`argo_workflows_total_count{namespace="` + ns + `",phase="Succeeded"} 1`,
+			`argo_workflows_queue_adds_count{queue_name="workflow_queue"}`,
+			`argo_workflows_k8s_request_total{kind="pods",status_code="201",verb="Create"} 1`,
+			`argo_workflows_error_count{cause="OperationPanic"} 0`,
+			`wfguard_reconcile_total{result="success"}`,
+		} {
+			if !strings.Contains(metrics, want) {
+				out = append(out, "/metrics lacks "+want)
+			}
+		}
+		return out
 	}
-	for _, want := range []string{
-		"argo_workflows_is_leader 1",
-		`argo_workflows_total_count{namespace="` + ns + `",phase="Succeeded"} 1`,
-		`argo_workflows_queue_adds_count{queue_name="workflow_queue"}`,
-		`argo_workflows_k8s_request_total{kind="pods",status_code="201",verb="Create"} 1`,
-		`argo_workflows_error_count{cause="OperationPanic"} 0`,
-		`wfguard_reconcile_total{result="success"}`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
+	// A timeout is not an error of its own: what is still missing is reported below.
+	_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		metrics = proc.metrics(t)
+		return len(missing()) == 0, nil
+	})
+	for _, m := range missing() {
+		t.Error(m)
 	}
 }
