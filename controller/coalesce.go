@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -10,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -20,134 +20,97 @@ import (
 	"github.com/wfguard/wfguard/podidentity"
 )
 
-// informationalNodeFields change as a pod runs but decide nothing: no successor, release or outcome
-// depends on them before the node's phase changes, which is always written at once. taskResultSynced is
-// informational only while the node is not completed (decisive keeps it for a completed node).
-var informationalNodeFields = []string{"hostNodeName", "outputs", "taskResultSynced", "resourcesDuration", "progress", "podIP"}
-
-// informationalOnly reports whether after differs from before only in informational node fields or in a
-// node going from Pending to Running. Such a pass may wait for the coalescing window. It compares in place,
-// without copies: every pass that changed something pays it, and copying both workflows was 8% of the
-// controller's allocations under load.
-func informationalOnly(before, after *unstructured.Unstructured) bool {
-	return sameExcept(before.Object, after.Object, nil, func(key string, b, a any) bool {
-		if key == "status" {
-			return sameStatus(b, a)
+// informationalOnly reports whether after (with afterExt) differs from before (with beforeExt) only in
+// informational node fields or in a node going from Pending to Running. Such a pass may wait for the
+// coalescing window. It compares argo's types in place: every pass that changed something pays it. Equal
+// is equal as apimachinery's semantic comparison sees it; what it finds different but encodes the same
+// (an instant within the same second) is written at once, never held back.
+func informationalOnly(before, after *wfv1.Workflow, beforeExt, afterExt *extstatus.Extensions) bool {
+	if !same(beforeExt, afterExt) || !same(&before.ObjectMeta, &after.ObjectMeta) || !same(&before.Spec, &after.Spec) {
+		return false
+	}
+	b, a := before.Status, after.Status // shallow copies, to compare all but the nodes
+	b.Nodes, a.Nodes = nil, nil
+	if !same(&b, &a) || len(before.Status.Nodes) != len(after.Status.Nodes) {
+		return false
+	}
+	scratch := new([2]wfv1.NodeStatus) // one allocation for all nodes: each compared copy escapes to reflect
+	for id, bn := range before.Status.Nodes {
+		an, ok := after.Status.Nodes[id]
+		if !ok || !sameNode(bn, an, scratch) {
+			return false
 		}
-		return equality.Semantic.DeepEqual(b, a)
-	})
+	}
+	return true
 }
 
-// sameStatus compares two status values, their nodes by sameNode.
-func sameStatus(before, after any) bool {
-	b, bok := before.(map[string]any)
-	a, aok := after.(map[string]any)
-	if !bok || !aok {
-		return equality.Semantic.DeepEqual(before, after)
-	}
-	return sameExcept(b, a, nil, func(key string, bv, av any) bool {
-		if key != "nodes" {
-			return equality.Semantic.DeepEqual(bv, av)
-		}
-		bn, bok := bv.(map[string]any)
-		an, aok := av.(map[string]any)
-		if !bok || !aok {
-			return equality.Semantic.DeepEqual(bv, av)
-		}
-		return sameExcept(bn, an, nil, func(_ string, b, a any) bool { return sameNode(b, a) })
-	})
+// same is apimachinery's semantic equality, after the cheaper exact one: most of what is compared is an
+// untouched copy.
+func same[T any](b, a *T) bool {
+	return reflect.DeepEqual(b, a) || equality.Semantic.DeepEqual(b, a)
 }
 
-// sameNode compares two nodes without their informational fields, a Running phase counting as Pending.
-func sameNode(before, after any) bool {
-	b, bok := before.(map[string]any)
-	a, aok := after.(map[string]any)
-	if !bok || !aok {
-		return equality.Semantic.DeepEqual(before, after)
-	}
-	bp, bHas := decisivePhase(b)
-	ap, aHas := decisivePhase(a)
-	if bHas != aHas || !equality.Semantic.DeepEqual(bp, ap) {
+// sameNode compares two nodes without their informational fields, a Running phase counting as Pending,
+// in scratch.
+func sameNode(b, a wfv1.NodeStatus, scratch *[2]wfv1.NodeStatus) bool {
+	if decisivePhase(b.Phase) != decisivePhase(a.Phase) {
 		return false
 	}
 	// Equal phases: both nodes are completed or neither is.
-	phase, _ := b["phase"].(string)
-	completed := wfv1.NodePhase(phase).Completed()
-	skip := func(key string) bool {
-		if key == "phase" {
-			return true // compared above
-		}
-		if key == "taskResultSynced" && completed {
-			// A completed node whose gate opens becomes fulfilled: successors, its pod's release and
-			// podGC follow from it, so it is written at once (I5).
-			return false
-		}
-		return slices.Contains(informationalNodeFields, key)
+	completed := b.Phase.Completed()
+	scratch[0], scratch[1] = withoutInformational(b, completed), withoutInformational(a, completed)
+	return same(&scratch[0], &scratch[1])
+}
+
+// withoutInformational is n without its phase and its informational fields: those change as a pod runs but
+// decide nothing, since no successor, release or outcome depends on them before the node's phase changes,
+// which is always written at once. taskResultSynced is informational only while the node is not completed.
+func withoutInformational(n wfv1.NodeStatus, completed bool) wfv1.NodeStatus {
+	n.Phase = "" // compared on its own
+	n.HostNodeName, n.Outputs, n.ResourcesDuration, n.Progress, n.PodIP = "", nil, nil, "", ""
+	if !completed {
+		// A completed node whose gate opens becomes fulfilled: successors, its pod's release and podGC
+		// follow from it, so it is written at once (I5).
+		n.TaskResultSynced = nil
 	}
-	return sameExcept(b, a, skip, func(_ string, bv, av any) bool { return equality.Semantic.DeepEqual(bv, av) })
+	return n
 }
 
 // decisivePhase is a node's phase as informationalOnly compares it: Running counts as Pending.
-func decisivePhase(node map[string]any) (any, bool) {
-	p, ok := node["phase"]
-	if p == "Running" {
-		return "Pending", ok
+func decisivePhase(p wfv1.NodePhase) wfv1.NodePhase {
+	if p == wfv1.NodeRunning {
+		return wfv1.NodePending
 	}
-	return p, ok
+	return p
 }
 
-// sameExcept reports whether b and a hold the same keys apart from those skip (nil: none) ignores, with
-// values that eq deems equal. Nil and empty maps are the same, as for equality.Semantic.
-func sameExcept(b, a map[string]any, skip func(string) bool, eq func(key string, b, a any) bool) bool {
-	n := 0
-	for k, bv := range b {
-		if skip != nil && skip(k) {
-			continue
-		}
-		av, ok := a[k]
-		if !ok || !eq(k, bv, av) {
-			return false
-		}
-		n++
+// onlyPruned reports whether the pass (wf, ext) differs from before only by dropping some write-ahead
+// records. Dropping the records of actions whose outcome is written decides nothing (they only guard a
+// replay, which a written outcome no longer needs), so it rides with the workflow's next write instead of
+// costing one. A new or changed record is never held back (I4).
+func onlyPruned(before *decoded, wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
+	if !prunedOnly(before.ext.AppliedActions, ext.AppliedActions) {
+		return false
 	}
-	for k := range a {
-		if skip == nil || !skip(k) {
-			n--
-		}
-	}
-	return n == 0
+	b, errB := withoutRecords(before.wf, before.ext)
+	a, errA := withoutRecords(wf, *ext)
+	return errB == nil && errA == nil && bytes.Equal(b, a)
 }
 
-// onlyPruned reports whether after differs from before only by dropping some write-ahead records. Dropping
-// the records of actions whose outcome is written decides nothing (they only guard a replay, which a
-// written outcome no longer needs), so it rides with the workflow's next write instead of costing one. A new
-// or changed record is never held back (I4).
-func onlyPruned(before, after *unstructured.Unstructured) bool {
-	return prunedOnly(before.Object, after.Object) &&
-		equality.Semantic.DeepEqual(withoutRecords(before.Object), withoutRecords(after.Object))
-}
-
-// withoutRecords is a copy of u without its write-ahead records (status.appliedActions and their annotation
-// mirror).
-func withoutRecords(u map[string]any) map[string]any {
-	out := runtime.DeepCopyJSON(u)
-	unstructured.RemoveNestedField(out, "status", "appliedActions")
-	unstructured.RemoveNestedField(out, "metadata", "annotations", extstatus.AnnotationAppliedActions)
-	if annotations, ok, _ := unstructured.NestedMap(out, "metadata", "annotations"); ok && len(annotations) == 0 {
-		unstructured.RemoveNestedField(out, "metadata", "annotations")
-	}
-	return out
+// withoutRecords is the encoding of wf without its write-ahead records (status.appliedActions and their
+// annotation mirror, which Encode writes from them).
+func withoutRecords(wf *wfv1.Workflow, ext extstatus.Extensions) ([]byte, error) {
+	ext.AppliedActions = nil
+	return extstatus.Encode(wf, ext)
 }
 
 // prunedOnly reports whether after's write-ahead records are before's with some removed and none added.
-func prunedOnly(before, after map[string]any) bool {
-	b, _, _ := unstructured.NestedSlice(before, "status", "appliedActions")
-	a, _, _ := unstructured.NestedSlice(after, "status", "appliedActions")
-	if len(a) >= len(b) {
+func prunedOnly(before, after []extstatus.AppliedAction) bool {
+	if len(after) >= len(before) {
 		return false
 	}
-	for _, r := range a {
-		if !slices.ContainsFunc(b, func(x any) bool { return equality.Semantic.DeepEqual(x, r) }) {
+	for _, r := range after {
+		if !slices.Contains(before, r) {
 			return false
 		}
 	}
@@ -163,24 +126,17 @@ const detailWindows = 5
 
 // coalescingWindow is how long the informational-only change from before to after may wait: one window
 // for a node going from Pending to Running, detailWindows for the rest.
-func (c *Controller) coalescingWindow(before, after *unstructured.Unstructured) time.Duration {
-	if nodePhaseChanged(before.Object, after.Object) {
+func (c *Controller) coalescingWindow(before, after *wfv1.Workflow) time.Duration {
+	if nodePhaseChanged(before.Status.Nodes, after.Status.Nodes) {
 		return c.opts.StatusCoalesceWindow
 	}
 	return detailWindows * c.opts.StatusCoalesceWindow
 }
 
 // nodePhaseChanged reports whether a node of after has another phase in before, or is new.
-func nodePhaseChanged(before, after map[string]any) bool {
-	// In place, as informationalOnly: this runs on every pass that changed something.
-	bv, _, _ := unstructured.NestedFieldNoCopy(before, "status", "nodes")
-	av, _, _ := unstructured.NestedFieldNoCopy(after, "status", "nodes")
-	bn, _ := bv.(map[string]any)
-	an, _ := av.(map[string]any)
-	for id, a := range an {
-		b, ok := bn[id].(map[string]any)
-		node, _ := a.(map[string]any)
-		if !ok || node == nil || b["phase"] != node["phase"] {
+func nodePhaseChanged(before, after wfv1.Nodes) bool {
+	for id, a := range after {
+		if b, ok := before[id]; !ok || b.Phase != a.Phase {
 			return true
 		}
 	}

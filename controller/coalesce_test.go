@@ -11,79 +11,86 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/wfguard/wfguard/extstatus"
 )
 
-// withRecords sets the workflow's write-ahead records (and their annotation mirror) to one per UID.
-func withRecords(uids ...string) func(*unstructured.Unstructured) {
-	return func(u *unstructured.Unstructured) {
-		if len(uids) == 0 {
-			unstructured.RemoveNestedField(u.Object, "status", "appliedActions")
-			unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
-			return
-		}
-		var records []any
-		mirror := ""
+// withRecords sets the workflow's write-ahead records to one per UID (Encode mirrors them).
+func withRecords(uids ...string) func(*wfv1.Workflow, *extstatus.Extensions) {
+	return func(_ *wfv1.Workflow, ext *extstatus.Extensions) {
+		ext.AppliedActions = nil
 		for _, uid := range uids {
-			records = append(records, map[string]any{"uid": uid, "outcome": "Succeeded"})
-			mirror += uid
+			ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{UID: types.UID(uid), Outcome: "Succeeded"})
 		}
-		_ = unstructured.SetNestedSlice(u.Object, records, "status", "appliedActions")
-		_ = unstructured.SetNestedField(u.Object, mirror, "metadata", "annotations", extstatus.AnnotationAppliedActions)
+	}
+}
+
+// aRunningWorkflowWithNode is a running workflow with one Pending node, a.
+func aRunningWorkflowWithNode() *wfv1.Workflow {
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "wf"}}
+	wf.Status.Phase = wfv1.WorkflowRunning
+	wf.Status.Nodes = wfv1.Nodes{"a": {ID: "a", Phase: wfv1.NodePending}}
+	return wf
+}
+
+// onNode changes node a.
+func onNode(change func(*wfv1.NodeStatus)) func(*wfv1.Workflow, *extstatus.Extensions) {
+	return func(wf *wfv1.Workflow, _ *extstatus.Extensions) {
+		n := wf.Status.Nodes["a"]
+		change(&n)
+		wf.Status.Nodes["a"] = n
 	}
 }
 
 func TestOnlyChangesThatDecideNothingMayWaitForTheCoalescingWindow(t *testing.T) {
-	base := func() *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "wf"},
-			"status": map[string]any{"phase": "Running", "nodes": map[string]any{
-				"a": map[string]any{"id": "a", "phase": "Pending"},
-			}},
-		}}
-	}
-	set := func(path []string, v any) func(*unstructured.Unstructured) {
-		return func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, v, path...) }
+	synced := true
+	phase := func(p wfv1.NodePhase) func(*wfv1.Workflow, *extstatus.Extensions) {
+		return onNode(func(n *wfv1.NodeStatus) { n.Phase = p })
 	}
 	cases := []struct {
 		sentence string
-		from     func(*unstructured.Unstructured) // the stored state before the change (nil: base)
-		change   func(*unstructured.Unstructured)
+		from     func(*wfv1.Workflow, *extstatus.Extensions) // the stored state before the change (nil: one Pending node)
+		change   func(*wfv1.Workflow, *extstatus.Extensions)
 		want     bool
 	}{
-		{"the node got its host", nil, set([]string{"status", "nodes", "a", "hostNodeName"}, "n1"), true},
-		{"the node went from Pending to Running", nil, set([]string{"status", "nodes", "a", "phase"}, "Running"), true},
-		{"the node's exit code arrived", nil, set([]string{"status", "nodes", "a", "outputs"}, map[string]any{"exitCode": "0"}), true},
-		{"the running node's result became synced", set([]string{"status", "nodes", "a", "phase"}, "Running"),
-			set([]string{"status", "nodes", "a", "taskResultSynced"}, true), true},
-		{"the failed node's result became synced, fulfilling it", set([]string{"status", "nodes", "a", "phase"}, "Failed"),
-			set([]string{"status", "nodes", "a", "taskResultSynced"}, true), false},
-		{"the node succeeded", nil, set([]string{"status", "nodes", "a", "phase"}, "Succeeded"), false},
-		{"the node got a waiting message", nil, set([]string{"status", "nodes", "a", "message"}, "waiting for its task result"), false},
-		{"a new node was created", nil, set([]string{"status", "nodes", "b"}, map[string]any{"id": "b", "phase": "Pending"}), false},
-		{"the workflow completed", nil, set([]string{"status", "phase"}, "Succeeded"), false},
-		{"an action was recorded", nil, set([]string{"status", "appliedActions"}, []any{"x"}), false},
-		{"a label changed", nil, set([]string{"metadata", "labels"}, map[string]any{"k": "v"}), false},
-		{"a node was removed", nil, func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "status", "nodes", "a") }, false},
-		{"the node lost its phase", nil, func(u *unstructured.Unstructured) {
-			unstructured.RemoveNestedField(u.Object, "status", "nodes", "a", "phase")
+		{"the node got its host", nil, onNode(func(n *wfv1.NodeStatus) { n.HostNodeName = "n1" }), true},
+		{"the node went from Pending to Running", nil, phase(wfv1.NodeRunning), true},
+		{"the node's exit code arrived", nil, onNode(func(n *wfv1.NodeStatus) { n.Outputs = &wfv1.Outputs{ExitCode: ptr.To("0")} }), true},
+		{"the node's pod IP, progress and resources duration arrived", nil, onNode(func(n *wfv1.NodeStatus) {
+			n.PodIP, n.Progress, n.ResourcesDuration = "10.0.0.1", "1/1", wfv1.ResourcesDuration{"cpu": 1}
+		}), true},
+		{"the running node's result became synced", phase(wfv1.NodeRunning), onNode(func(n *wfv1.NodeStatus) { n.TaskResultSynced = &synced }), true},
+		{"the failed node's result became synced, fulfilling it", phase(wfv1.NodeFailed), onNode(func(n *wfv1.NodeStatus) { n.TaskResultSynced = &synced }), false},
+		{"the node succeeded", nil, phase(wfv1.NodeSucceeded), false},
+		{"the node got a waiting message", nil, onNode(func(n *wfv1.NodeStatus) { n.Message = "waiting for its task result" }), false},
+		{"a new node was created", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) {
+			wf.Status.Nodes["b"] = wfv1.NodeStatus{ID: "b", Phase: wfv1.NodePending}
 		}, false},
-		{"the node got its host and an input", nil, func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(u.Object, "n1", "status", "nodes", "a", "hostNodeName")
-			_ = unstructured.SetNestedField(u.Object, map[string]any{"parameters": []any{}}, "status", "nodes", "a", "inputs")
-		}, false},
-		{"the workflow's message changed", nil, set([]string{"status", "message"}, "m"), false},
+		{"the workflow completed", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) { wf.Status.Phase = wfv1.WorkflowSucceeded }, false},
+		{"an action was recorded", nil, withRecords("x"), false},
+		{"a label changed", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) { wf.Labels = map[string]string{"k": "v"} }, false},
+		{"the spec changed", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) { wf.Spec.Entrypoint = "other" }, false},
+		{"a node was removed", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) { delete(wf.Status.Nodes, "a") }, false},
+		{"the node lost its phase", nil, phase(""), false},
+		{"the node got its host and an input", nil, onNode(func(n *wfv1.NodeStatus) {
+			n.HostNodeName, n.Inputs = "n1", &wfv1.Inputs{}
+		}), false},
+		{"the workflow's message changed", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) { wf.Status.Message = "m" }, false},
+		{"an instant moved to another location only", nil, func(wf *wfv1.Workflow, _ *extstatus.Extensions) {
+			wf.Status.StartedAt = metav1.NewTime(wf.Status.StartedAt.In(time.FixedZone("x", 3600)))
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			before := base()
+			before, beforeExt := aRunningWorkflowWithNode(), extstatus.Extensions{}
+			before.Status.StartedAt = metav1.NewTime(time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC))
 			if tc.from != nil {
-				tc.from(before)
+				tc.from(before, &beforeExt)
 			}
-			after := before.DeepCopy()
-			tc.change(after)
-			if got := informationalOnly(before, after); got != tc.want {
+			after, afterExt := before.DeepCopy(), copyExtensions(beforeExt)
+			tc.change(after, &afterExt)
+			if got := informationalOnly(before, after, &beforeExt, &afterExt); got != tc.want {
 				t.Errorf("informationalOnly = %v, want %v", got, tc.want)
 			}
 		})
@@ -145,30 +152,32 @@ func TestTheWindowOfAChangeStartsAtItsFirstEventAndAnUnchangedPassClosesOnlyWhat
 
 func TestANodeGoingRunningWaitsOneWindowAndItsDetailsWaitFive(t *testing.T) {
 	c := &Controller{opts: Options{StatusCoalesceWindow: time.Second}}
-	node := func(phase string, fields ...any) map[string]any {
-		n := map[string]any{"phase": phase}
-		for i := 0; i+1 < len(fields); i += 2 {
-			n[fields[i].(string)] = fields[i+1]
+	node := func(phase wfv1.NodePhase, change ...func(*wfv1.NodeStatus)) wfv1.NodeStatus {
+		n := wfv1.NodeStatus{Phase: phase}
+		for _, ch := range change {
+			ch(&n)
 		}
 		return n
 	}
-	wf := func(nodes map[string]any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"nodes": nodes}}}
+	host := func(n *wfv1.NodeStatus) { n.HostNodeName = "n1" }
+	exitCode := func(n *wfv1.NodeStatus) { n.Outputs = &wfv1.Outputs{ExitCode: ptr.To("0")} }
+	wf := func(nodes wfv1.Nodes) *wfv1.Workflow {
+		return &wfv1.Workflow{Status: wfv1.WorkflowStatus{Nodes: nodes}}
 	}
 	cases := []struct {
 		sentence      string
-		before, after map[string]any
+		before, after wfv1.Nodes
 		want          time.Duration
 	}{
 		{"a node going from Pending to Running waits one window",
-			map[string]any{"a": node("Pending")}, map[string]any{"a": node("Running", "hostNodeName", "n1")}, time.Second},
+			wfv1.Nodes{"a": node(wfv1.NodePending)}, wfv1.Nodes{"a": node(wfv1.NodeRunning, host)}, time.Second},
 		{"a running node's exit code waits five windows",
-			map[string]any{"a": node("Running")}, map[string]any{"a": node("Running", "outputs", map[string]any{"exitCode": "0"})}, 5 * time.Second},
+			wfv1.Nodes{"a": node(wfv1.NodeRunning)}, wfv1.Nodes{"a": node(wfv1.NodeRunning, exitCode)}, 5 * time.Second},
 		{"a pending node's host waits five windows",
-			map[string]any{"a": node("Pending")}, map[string]any{"a": node("Pending", "hostNodeName", "n1")}, 5 * time.Second},
+			wfv1.Nodes{"a": node(wfv1.NodePending)}, wfv1.Nodes{"a": node(wfv1.NodePending, host)}, 5 * time.Second},
 		{"one node's outputs beside another node going Running wait one window",
-			map[string]any{"a": node("Running"), "b": node("Pending")},
-			map[string]any{"a": node("Running", "outputs", map[string]any{"exitCode": "0"}), "b": node("Running")}, time.Second},
+			wfv1.Nodes{"a": node(wfv1.NodeRunning), "b": node(wfv1.NodePending)},
+			wfv1.Nodes{"a": node(wfv1.NodeRunning, exitCode), "b": node(wfv1.NodeRunning)}, time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
@@ -178,7 +187,7 @@ func TestANodeGoingRunningWaitsOneWindowAndItsDetailsWaitFive(t *testing.T) {
 		})
 	}
 	off := &Controller{}
-	if got := off.coalescingWindow(wf(map[string]any{"a": node("Running")}), wf(map[string]any{"a": node("Running", "hostNodeName", "n1")})); got != 0 {
+	if got := off.coalescingWindow(wf(wfv1.Nodes{"a": node(wfv1.NodeRunning)}), wf(wfv1.Nodes{"a": node(wfv1.NodeRunning, host)})); got != 0 {
 		t.Errorf("with coalescing off a detail still waits %s", got)
 	}
 }
@@ -282,33 +291,43 @@ func TestTheEchoOfOurOwnWriteIsSkippedUnlessAPassWaitsForIt(t *testing.T) {
 }
 
 func TestPruningAloneIsHeldForTheNextWrite(t *testing.T) {
-	base := func() *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "wf"}, "status": map[string]any{"phase": "Running"}}}
-	}
 	cases := []struct {
 		sentence    string
-		before      func(*unstructured.Unstructured)
-		after       func(*unstructured.Unstructured)
+		before      func(*wfv1.Workflow, *extstatus.Extensions)
+		after       func(*wfv1.Workflow, *extstatus.Extensions)
 		wantWritten bool
 	}{
 		{"pruning one of two records writes nothing", withRecords("x", "y"), withRecords("y"), false},
 		{"pruning the last record writes nothing", withRecords("x"), withRecords(), false},
 		{"a new record is written, with the pruning", withRecords("x", "y"), withRecords("y", "z"), true},
-		{"a record whose outcome changed is written", withRecords("x"), func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"uid": "x", "outcome": "Failed"}}, "status", "appliedActions")
+		{"a record whose outcome changed is written", withRecords("x"), func(_ *wfv1.Workflow, ext *extstatus.Extensions) {
+			ext.AppliedActions = []extstatus.AppliedAction{{UID: "x", Outcome: "Failed"}}
 		}, true},
-		{"pruning with a phase change is written", withRecords("x"), func(u *unstructured.Unstructured) {
-			withRecords()(u)
-			_ = unstructured.SetNestedField(u.Object, "Succeeded", "status", "phase")
+		{"pruning with a phase change is written", withRecords("x"), func(wf *wfv1.Workflow, ext *extstatus.Extensions) {
+			withRecords()(wf, ext)
+			wf.Status.Phase = wfv1.WorkflowSucceeded
 		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			before := base()
-			tc.before(before)
-			after := before.DeepCopy()
-			tc.after(after)
-			if written := !onlyPruned(before, after); written != tc.wantWritten {
+			wf, ext := aRunningWorkflowWithNode(), extstatus.Extensions{}
+			tc.before(wf, &ext)
+			// The stored copy, as decoded, carries the record's annotation mirror.
+			data, err := extstatus.Encode(wf, ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(data); err != nil {
+				t.Fatal(err)
+			}
+			var d decodeCache
+			after, afterExt, before, err := d.decode("ns/wf", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.after(after, &afterExt)
+			if written := !onlyPruned(before, after, &afterExt); written != tc.wantWritten {
 				t.Errorf("written = %v, want %v", written, tc.wantWritten)
 			}
 		})
@@ -318,16 +337,11 @@ func TestPruningAloneIsHeldForTheNextWrite(t *testing.T) {
 // BenchmarkInformationalOnly prices the coalescing check every pass that changed something pays, on a
 // 50-node workflow whose pass changed one node's host.
 func BenchmarkInformationalOnly(b *testing.B) {
-	before := runningWorkflow(b, 50, "10")
-	after := before.DeepCopy()
-	nodes, _, _ := unstructured.NestedMap(after.Object, "status", "nodes")
-	for id := range nodes {
-		_ = unstructured.SetNestedField(after.Object, "n1", "status", "nodes", id, "hostNodeName")
-		break
-	}
+	var d decodeCache
+	after, afterExt, before := passChangingLastNode(b, &d, runningWorkflow(b, 50, "10"), func(n *wfv1.NodeStatus) { n.HostNodeName = "n1" })
 	b.ReportAllocs()
 	for b.Loop() {
-		if !informationalOnly(before, after) {
+		if !informationalOnly(before.wf, after, &before.ext, &afterExt) {
 			b.Fatal("a host change is informational")
 		}
 	}

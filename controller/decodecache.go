@@ -14,13 +14,24 @@ import (
 )
 
 // decoded is one cache copy of a running workflow decoded for passes: the typed workflow, its extensions
-// and the round-tripped copy a pass diffs against. It is read-only; each pass gets its own deep copy.
+// and their encoding as persist would write them. It is read-only; each pass gets its own deep copy.
 type decoded struct {
 	uid             types.UID
 	resourceVersion string
 	wf              *wfv1.Workflow
 	ext             extstatus.Extensions
-	loaded          *unstructured.Unstructured
+	// encoded is extstatus.Encode(wf, ext): a pass whose encoding is the same bytes changed nothing, and a
+	// conflicting write re-applies its difference from these.
+	encoded []byte
+}
+
+// newDecoded keeps wf and ext, which the caller no longer modifies, as the copy a pass starts from.
+func newDecoded(resourceVersion string, wf *wfv1.Workflow, ext extstatus.Extensions) (*decoded, error) {
+	encoded, err := extstatus.Encode(wf, ext)
+	if err != nil {
+		return nil, err
+	}
+	return &decoded{uid: wf.UID, resourceVersion: resourceVersion, wf: wf, ext: ext, encoded: encoded}, nil
 }
 
 // decodeCache keeps the decoding of each running workflow's current cache copy: a key is reconciled many
@@ -31,8 +42,8 @@ type decodeCache struct {
 	byKey map[string]*decoded
 }
 
-// decode returns a pass's own copy of u's workflow and extensions, and the shared round-tripped copy.
-func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Workflow, extstatus.Extensions, *unstructured.Unstructured, error) {
+// decode returns a pass's own copy of u's workflow and extensions, and the shared decoding they came from.
+func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Workflow, extstatus.Extensions, *decoded, error) {
 	d.mu.Lock()
 	e := d.byKey[key]
 	d.mu.Unlock()
@@ -41,12 +52,9 @@ func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Wo
 		if err != nil {
 			return nil, ext, nil, err
 		}
-		loaded, err := extstatus.ToUnstructured(wf, ext)
-		if err != nil {
+		if e, err = newDecoded(u.GetResourceVersion(), wf, ext); err != nil {
 			return nil, ext, nil, err
 		}
-		loaded.SetResourceVersion(u.GetResourceVersion())
-		e = &decoded{uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), wf: wf, ext: ext, loaded: loaded}
 		d.mu.Lock()
 		if d.byKey == nil {
 			d.byKey = map[string]*decoded{}
@@ -54,32 +62,17 @@ func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Wo
 		d.byKey[key] = e
 		d.mu.Unlock()
 	}
-	return e.wf.DeepCopy(), copyExtensions(e.ext), e.loaded, nil
+	return e.wf.DeepCopy(), copyExtensions(e.ext), e, nil
 }
 
-// unchanged reports whether a pass left the workflow and extensions exactly as decoded from loaded, so
-// persisting needs no encoding at all. Exactly: a copy that differs only where apimachinery's semantic
-// comparison would call it equal (an empty map for none, an instant in another location) is found unchanged
-// by persist's comparison of the encoded objects instead. That semantic walk here, run on every pass that
-// did change something, cost 4.5% of the controller's CPU in the throughput scenario and never once
-// decided a pass there (0 of ~1,500 differing passes).
-func (d *decodeCache) unchanged(key string, loaded *unstructured.Unstructured, wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
-	d.mu.Lock()
-	e := d.byKey[key]
-	d.mu.Unlock()
-	return e != nil && e.loaded == loaded && reflect.DeepEqual(e.ext, *ext) && reflect.DeepEqual(e.wf, wf)
-}
-
-// stored returns a copy of the workflow decoded from loaded, the copy a pass started from, without
-// decoding it again; false when the key's decoding is no longer loaded's.
-func (d *decodeCache) stored(key string, loaded *unstructured.Unstructured) (*wfv1.Workflow, bool) {
-	d.mu.Lock()
-	e := d.byKey[key]
-	d.mu.Unlock()
-	if e == nil || e.loaded != loaded {
-		return nil, false
-	}
-	return e.wf.DeepCopy(), true
+// unchangedBy reports whether a pass left the workflow and extensions exactly as decoded, so persisting
+// needs no encoding at all. Exactly: a copy that differs only where the encoding does not show it (an empty
+// map for none, an instant in another location) is found unchanged by persist's comparison of the
+// encodings instead. A semantic walk here, run on every pass that did change something, cost 4.5% of the
+// controller's CPU in the throughput scenario and never once decided a pass there (0 of ~1,500 differing
+// passes).
+func (l *decoded) unchangedBy(wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
+	return reflect.DeepEqual(l.ext, *ext) && reflect.DeepEqual(l.wf, wf)
 }
 
 // forget drops a key: its workflow completed or is gone.

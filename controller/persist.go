@@ -1,13 +1,13 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,21 +43,21 @@ const (
 // persist writes the pass with a single Update. On conflict it re-reads the workflow and re-applies the
 // pass's changes as a merge patch, refusing to regress a completed workflow or node.
 func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, error) {
-	if c.decodes.unchanged(p.key, p.loaded, p.WF, p.Ext) {
+	if p.loaded.unchangedBy(p.WF, p.Ext) {
 		c.closeWindowBefore(p.key, p.Now)
 		return unchanged, nil // most passes: no encoding needed to know it
 	}
-	next, err := extstatus.ToUnstructured(p.WF, *p.Ext)
+	p.WF.ResourceVersion = p.loaded.resourceVersion
+	next, err := extstatus.Encode(p.WF, *p.Ext)
 	if err != nil {
 		return dropped, err
 	}
-	next.SetResourceVersion(p.loaded.GetResourceVersion())
-	if equality.Semantic.DeepEqual(p.loaded.Object, next.Object) || onlyPruned(p.loaded, next) {
+	if bytes.Equal(p.loaded.encoded, next) || onlyPruned(p.loaded, p.WF, p.Ext) {
 		c.closeWindowBefore(p.key, p.Now)
 		return unchanged, nil // pruned records alone go with the next write
 	}
-	if len(p.Events) == 0 && informationalOnly(p.loaded, next) {
-		if wait := c.coalesce(p.key, p.Now, c.coalescingWindow(p.loaded, next)); wait > 0 {
+	if len(p.Events) == 0 && informationalOnly(p.loaded.wf, p.WF, &p.loaded.ext, p.Ext) {
+		if wait := c.coalesce(p.key, p.Now, c.coalescingWindow(p.loaded.wf, p.WF)); wait > 0 {
 			p.RequeueBy(p.Now.Add(wait))
 			c.metrics.persists.WithLabelValues(persistDeferred).Inc()
 			return deferred, nil
@@ -67,11 +67,11 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 	if h := c.opts.Hooks.BeforePersist; h != nil {
 		h(p.key)
 	}
-	fitted, body, err := extstatus.Fit(next, c.opts.MaxWorkflowSize)
+	body, err := extstatus.FitEncoded(p.WF, *p.Ext, next, c.opts.MaxWorkflowSize)
 	if err != nil {
 		return c.failUnstorable(ctx, p, err)
 	}
-	err = c.storeWorkflow(ctx, fitted, body)
+	err = c.storeWorkflow(ctx, p.WF, body)
 	if err == nil {
 		c.metrics.persists.WithLabelValues(persistUpdated).Inc()
 		return written, nil
@@ -86,17 +86,10 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 	return c.reapply(ctx, p, next)
 }
 
-// reapply re-reads the workflow and applies the diff between what the pass loaded and what it computed.
-func (c *Controller) reapply(ctx context.Context, p *pass, next *unstructured.Unstructured) (persistOutcome, error) {
-	before, err := p.loaded.MarshalJSON()
-	if err != nil {
-		return dropped, err
-	}
-	after, err := next.MarshalJSON()
-	if err != nil {
-		return dropped, err
-	}
-	patch, err := jsonpatch.CreateMergePatch(before, after)
+// reapply re-reads the workflow and applies the diff between what the pass loaded and what it computed
+// (next, its encoding).
+func (c *Controller) reapply(ctx context.Context, p *pass, next []byte) (persistOutcome, error) {
+	patch, err := jsonpatch.CreateMergePatch(p.loaded.encoded, next)
 	if err != nil {
 		return dropped, fmt.Errorf("diffing the pass of %s for re-apply: %w", p.key, err)
 	}
@@ -183,17 +176,17 @@ type lastWrite struct {
 	stored []byte
 }
 
-// storeWorkflow writes body, the encoding of u, and records what was stored (recordStored). An update event
+// storeWorkflow writes body, the encoding of the workflow wf names, and records what was stored (recordStored). An update event
 // of the workflow that arrives while the write is on the wire is held until the answer: the echo of this
 // write is then ours (looked at one window later), anything else is queued as a change. Without the hold,
 // an echo that beat the answer looked like someone else's write and cost a pass: 207 for 500 pods in a
 // throughput round.
-func (c *Controller) storeWorkflow(ctx context.Context, u *unstructured.Unstructured, body []byte) error {
-	key, uid := u.GetNamespace()+"/"+u.GetName(), u.GetUID()
+func (c *Controller) storeWorkflow(ctx context.Context, wf metav1.Object, body []byte) error {
+	key, uid := wf.GetNamespace()+"/"+wf.GetName(), wf.GetUID()
 	var stored storedWrite
 	c.holdUpdates(uid)
 	defer func() { c.releaseUpdates(key, uid, stored.resourceVersion) }() // also if the write panics
-	stored, err := c.putWorkflow(ctx, u, body)
+	stored, err := c.putWorkflow(ctx, wf, body)
 	if err == nil {
 		c.recordStored(stored)
 	}
@@ -208,9 +201,9 @@ type storedWrite struct {
 	object          []byte // the API server's answer: the stored object, JSON
 }
 
-// putWorkflow stores body, the encoding of u, with one Update. Of the answer it decodes only the identity;
+// putWorkflow stores body, the encoding of the workflow wf names, with one Update. Of the answer it decodes only the identity;
 // the object is kept as it came (lastWrite).
-func (c *Controller) putWorkflow(ctx context.Context, u *unstructured.Unstructured, body []byte) (storedWrite, error) {
+func (c *Controller) putWorkflow(ctx context.Context, u metav1.Object, body []byte) (storedWrite, error) {
 	// JSON both ways: the answer is kept as it came and read as JSON (lastWrite, freshest).
 	result := c.workflowsREST.Put().
 		AbsPath("/apis", workflowsResource.Group, workflowsResource.Version, "namespaces", u.GetNamespace(), workflowsResource.Resource, u.GetName()).

@@ -38,8 +38,8 @@ const retrySoon = time.Second
 type pass struct {
 	engine.Pass
 	key string
-	// loaded is the informer copy after a decode/encode round trip, the base to diff and re-apply against.
-	loaded *unstructured.Unstructured
+	// loaded is the decoded copy the pass started from, the base to diff and re-apply against.
+	loaded *decoded
 	// waitingBefore maps nodes that waited for their result when the pass began to when the wait began.
 	waitingBefore map[string]time.Time
 	// start is the workflow's and its pod nodes' phases as the pass began (argo's phase-change metrics).
@@ -96,7 +96,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	var (
 		wf     *wfv1.Workflow
 		ext    extstatus.Extensions
-		loaded *unstructured.Unstructured
+		loaded *decoded
 	)
 	if completed {
 		c.decodes.forget(key)
@@ -183,11 +183,7 @@ func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Durati
 	// from the stored copy itself, so I5 does not rest on informationalOnly alone.
 	persisted := p.WF
 	if outcome == deferred {
-		stored, err := c.storedCopy(p)
-		if err != nil {
-			return 0, err
-		}
-		persisted = stored
+		persisted = storedCopy(p)
 	}
 	c.afterPersist(p, outcome == written)
 	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
@@ -200,16 +196,7 @@ func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Durati
 }
 
 // storedCopy is the workflow a deferred pass started from: the stored copy that decides its effects.
-func (c *Controller) storedCopy(p *pass) (*wfv1.Workflow, error) {
-	if wf, ok := c.decodes.stored(p.key, p.loaded); ok {
-		return wf, nil
-	}
-	wf, _, err := extstatus.FromUnstructured(p.loaded)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the stored copy of %s: %w", p.key, err)
-	}
-	return wf, nil
-}
+func storedCopy(p *pass) *wfv1.Workflow { return p.loaded.wf.DeepCopy() }
 
 // applyEffects follows a persisted pass. Intent first: outcomes and finalizer releases only follow the
 // write that records them, and both decide from what was persisted.
@@ -274,7 +261,7 @@ func (c *Controller) skipStale(key string, u *unstructured.Unstructured) {
 }
 
 // newPass starts a running workflow's pass from its decoded cache copy.
-func (c *Controller) newPass(key string, loaded *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) *pass {
+func (c *Controller) newPass(key string, loaded *decoded, wf *wfv1.Workflow, ext extstatus.Extensions) *pass {
 	return &pass{
 		key:    key,
 		loaded: loaded,

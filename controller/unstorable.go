@@ -70,21 +70,21 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		wf := p.WF.DeepCopy()
 		a.strip(wf)
 		wf.Status.Message += a.note
-		u, err := extstatus.ToUnstructured(wf, *p.Ext)
+		wf.ResourceVersion = p.loaded.resourceVersion
+		data, err := extstatus.Encode(wf, *p.Ext)
 		if err != nil {
 			return dropped, err
 		}
-		u.SetResourceVersion(p.loaded.GetResourceVersion())
 		limit := c.opts.MaxWorkflowSize
 		if i == len(attempts)-1 {
 			limit = math.MaxInt // the API server decides the last try: the spec it stored is not ours to cut
 		}
-		fitted, body, err := extstatus.Fit(u, limit)
+		body, err := extstatus.FitEncoded(wf, *p.Ext, data, limit)
 		if err != nil {
 			last = err
 			continue
 		}
-		err = c.storeWorkflow(ctx, fitted, body)
+		err = c.storeWorkflow(ctx, wf, body)
 		if _, permanent := classifyWriteError(err); permanent {
 			last = err
 			continue

@@ -90,21 +90,8 @@ func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, [
 		// API server accepted; it judges this write too.
 		return u, data, nil
 	}
-	nodesJSON, err := json.Marshal(nodes)
+	packed, err := compress(nodes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	var buf bytes.Buffer
-	zw := gzipWriters.Get().(*gzip.Writer)
-	defer func() {
-		zw.Reset(io.Discard) // the pool must not keep this workflow's bytes alive
-		gzipWriters.Put(zw)
-	}()
-	zw.Reset(&buf)
-	if _, err := zw.Write(nodesJSON); err != nil {
-		return nil, nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	if err := zw.Close(); err != nil {
 		return nil, nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	// A shallow copy down to status: the nodes themselves are not modified.
@@ -117,17 +104,65 @@ func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, [
 		status[k] = v
 	}
 	delete(status, "nodes")
-	status["compressedNodes"] = base64.StdEncoding.EncodeToString(buf.Bytes())
+	status["compressedNodes"] = packed
 	out.Object["status"] = status
 	compressed, err := out.MarshalJSON()
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	if len(compressed) > limit {
-		return nil, nil, fmt.Errorf("%w: %d bytes with compressed nodes (%d without), over the limit of %d",
-			ErrTooLarge, len(compressed), len(data), limit)
+		return nil, nil, tooLarge(len(compressed), len(data), limit)
 	}
 	return out, compressed, nil
+}
+
+// FitEncoded is Fit for a workflow kept in argo's types: data is Encode(wf, ext), returned when it is at
+// most limit bytes, else the encoding with the nodes compressed.
+func FitEncoded(wf *wfv1.Workflow, ext Extensions, data []byte, limit int) ([]byte, error) {
+	if len(data) <= limit || len(wf.Status.Nodes) == 0 {
+		return data, nil // as Fit: without nodes, what is over the limit is the user's, for the API server to judge
+	}
+	packed, err := compress(wf.Status.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+	}
+	shrunk := *wf // a shallow copy: only its status's nodes are replaced
+	shrunk.Status.Nodes, shrunk.Status.CompressedNodes = nil, packed
+	compressed, err := Encode(&shrunk, ext)
+	if err != nil {
+		return nil, err
+	}
+	if len(compressed) > limit {
+		return nil, tooLarge(len(compressed), len(data), limit)
+	}
+	return compressed, nil
+}
+
+func tooLarge(compressed, uncompressed, limit int) error {
+	return fmt.Errorf("%w: %d bytes with compressed nodes (%d without), over the limit of %d",
+		ErrTooLarge, compressed, uncompressed, limit)
+}
+
+// compress is nodes as argo stores them in status.compressedNodes: base64 of gzip of their JSON.
+func compress(nodes any) (string, error) {
+	nodesJSON, err := json.Marshal(nodes)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer func() {
+		zw.Reset(io.Discard) // the pool must not keep this workflow's bytes alive
+		gzipWriters.Put(zw)
+	}()
+	zw.Reset(&buf)
+	if _, err := zw.Write(nodesJSON); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
 func inflate(s string) ([]byte, error) {

@@ -152,63 +152,94 @@ func appliedAnnotation(record []AppliedAction) (string, error) {
 	return string(data), err
 }
 
-// ToUnstructured encodes a Workflow with its extensions merged into status.
+// ToUnstructured is Encode decoded into an unstructured object.
 func ToUnstructured(wf *wfv1.Workflow, ext Extensions) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(wf)
+	data, err := Encode(wf, ext)
 	if err != nil {
-		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+		return nil, err
 	}
 	u := &unstructured.Unstructured{}
 	if err := json.Unmarshal(data, &u.Object); err != nil {
 		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
-	extData, err := json.Marshal(ext)
+	return u, nil
+}
+
+// stored is a Workflow as it is stored: its extensions beside argo's status fields. Encoding it straight
+// from argo's types, instead of through an unstructured map, is what keeps a pass's write cheap.
+type stored struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              wfv1.WorkflowSpec `json:"spec"`
+	Status            storedStatus      `json:"status"`
+}
+
+// storedStatus is argo's status with ours beside it; no field name is shared (TestEncodeKeepsEveryFieldOfArgosTypes).
+type storedStatus struct {
+	wfv1.WorkflowStatus
+	Extensions
+}
+
+// Encode returns the JSON of a Workflow as it is stored: the extensions merged into status, the record and
+// the retry-cleanup mark mirrored in annotations, apiVersion and kind set. wf is not modified.
+func Encode(wf *wfv1.Workflow, ext Extensions) ([]byte, error) {
+	meta := wf.ObjectMeta // a shallow copy: only its annotations are replaced, by a copy
+	annotations, err := mirrored(wf.Annotations, ext)
 	if err != nil {
-		return nil, fmt.Errorf("encoding wfguard status fields of %s/%s: %w", wf.Namespace, wf.Name, err)
+		return nil, fmt.Errorf("encoding the annotation mirrors of %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
-	var extMap map[string]any
-	if err := json.Unmarshal(extData, &extMap); err != nil {
-		return nil, fmt.Errorf("encoding wfguard status fields of %s/%s: %w", wf.Namespace, wf.Name, err)
+	meta.Annotations = annotations
+	data, err := json.Marshal(&stored{
+		TypeMeta:   metav1.TypeMeta{APIVersion: wfv1.SchemeGroupVersion.String(), Kind: "Workflow"},
+		ObjectMeta: meta,
+		Spec:       wf.Spec,
+		Status:     storedStatus{WorkflowStatus: wf.Status, Extensions: ext},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
-	// u.Object was just decoded and is ours: no copy of its status (NestedMap would deep-copy it).
-	status, _ := u.Object["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-	}
-	for _, k := range fieldNames {
-		delete(status, k)
-		if v, ok := extMap[k]; ok {
-			status[k] = v
-		}
-	}
-	u.Object["status"] = status
-	annotations := u.GetAnnotations()
-	delete(annotations, AnnotationAppliedActions)
+	return data, nil
+}
+
+// holds reports whether annotations has key set to v, or, for v "", not at all.
+func holds(annotations map[string]string, key, v string) bool {
+	got, ok := annotations[key]
+	return got == v && ok == (v != "")
+}
+
+// mirrored returns annotations with the mirrors of ext; annotations itself when they are already there.
+func mirrored(annotations map[string]string, ext Extensions) (map[string]string, error) {
+	var record, cleanup string
 	if len(ext.AppliedActions) > 0 {
-		mirror, err := appliedAnnotation(ext.AppliedActions)
+		v, err := appliedAnnotation(ext.AppliedActions)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the applied-actions mirror of %s/%s: %w", wf.Namespace, wf.Name, err)
+			return nil, err
 		}
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[AnnotationAppliedActions] = mirror
+		record = v
 	}
-	delete(annotations, AnnotationRetryCleanup)
 	if ext.RetryCleanupSince != nil {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		v, err := ext.RetryCleanupSince.MarshalQueryParameter()
 		if err != nil {
-			return nil, fmt.Errorf("encoding the retry-cleanup mirror of %s/%s: %w", wf.Namespace, wf.Name, err)
+			return nil, err
 		}
-		annotations[AnnotationRetryCleanup] = v
+		cleanup = v
 	}
-	u.SetAnnotations(annotations)
-	u.SetAPIVersion(wfv1.SchemeGroupVersion.String())
-	u.SetKind("Workflow")
-	return u, nil
+	if holds(annotations, AnnotationAppliedActions, record) && holds(annotations, AnnotationRetryCleanup, cleanup) {
+		return annotations, nil // most writes: no record and no mark, or the same ones
+	}
+	out := make(map[string]string, len(annotations)+2)
+	for k, v := range annotations {
+		out[k] = v
+	}
+	delete(out, AnnotationAppliedActions)
+	delete(out, AnnotationRetryCleanup)
+	if record != "" {
+		out[AnnotationAppliedActions] = record
+	}
+	if cleanup != "" {
+		out[AnnotationRetryCleanup] = cleanup
+	}
+	return out, nil
 }
 
 // CheckCRDPreserves returns an error when the Workflow CRD's schema would prune the extension fields
