@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -223,4 +224,27 @@ func passChangingLastNode(b *testing.B, d *decodeCache, u *unstructured.Unstruct
 	change(&n)
 	wf.Status.Nodes["w-49"] = n
 	return wf, ext, loaded
+}
+
+// BenchmarkTheHeapADecodedWorkflowKeeps reports the heap a running 50-node workflow's decoding keeps while
+// it is cached, besides the informer's own copy: one entry per running workflow, so it grows with running
+// work (the scale scenario holds 1,000).
+func BenchmarkTheHeapADecodedWorkflowKeeps(b *testing.B) {
+	u := runningWorkflow(b, 50, "10")
+	const workflows = 200
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var d decodeCache
+		for i := range workflows {
+			if _, _, _, err := d.decode(fmt.Sprintf("ns/w-%d", i), u); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/workflows, "heapB/workflow")
+		runtime.KeepAlive(&d)
+	}
 }
