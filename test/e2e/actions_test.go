@@ -20,6 +20,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
@@ -322,9 +323,14 @@ func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRe
 	for _, tc := range []struct {
 		sentence string
 		recreate bool
+		// rewrite: argo's CLI rewrote the workflow through argo's types before the deletion, which keeps
+		// only the record's annotation mirror, without its message.
+		rewrite     bool
+		wantMessage string
 	}{
-		{"a deleted workflow's action is reported from the record its deletion carried", false},
-		{"and it is never applied again to a new workflow of the same name", true},
+		{"a deleted workflow's action is reported from the record its deletion carried", false, false, "workflow suspended"},
+		{"and it is never applied again to a new workflow of the same name", true, false, "workflow suspended"},
+		{"a record only its annotation mirror held at the deletion is reported too", false, true, extstatus.LostMessage},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			// The controller may write outcomes only once the suspended workflow is gone from the server: the
@@ -342,7 +348,9 @@ func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRe
 			if got, _ := e.actionClient().Get(t.Context(), a.Name, metav1.GetOptions{}); got.Status.Terminal() {
 				t.Fatalf("the outcome was written while the workflow existed: %+v", got.Status)
 			}
-			if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
+			if tc.rewrite {
+				e.deleteWithOnlyTheRecordsMirror(wf.Name)
+			} else if err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Delete(t.Context(), wf.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.recreate {
@@ -355,8 +363,8 @@ func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRe
 			// The suspend was applied: WorkflowNotFound would say it never was (I3).
 			done := e.waitAction(a.Name)
 			expectOutcome(t, done, v1alpha1.PhaseSucceeded, actions.ReasonApplied)
-			if done.Status.Message != "workflow suspended" {
-				t.Errorf("outcome message = %q, want the recorded %q", done.Status.Message, "workflow suspended")
+			if done.Status.Message != tc.wantMessage {
+				t.Errorf("outcome message = %q, want %q", done.Status.Message, tc.wantMessage)
 			}
 			if !tc.recreate {
 				return
@@ -369,6 +377,40 @@ func TestAnActionAppliedToAWorkflowDeletedBeforeItsOutcomeWasWrittenReportsItsRe
 				t.Errorf("the new workflow of the same name took the deleted one's action (I6): suspended %v, records %v", st["suspended"], st["appliedActions"])
 			}
 		})
+	}
+}
+
+// deleteWithOnlyTheRecordsMirror rewrites workflow name through argo's types, as argo's CLI, server and UI
+// do, which drops status.appliedActions and keeps its annotation mirror, and deletes exactly that version.
+func (e *env) deleteWithOnlyTheRecordsMirror(name string) {
+	e.t.Helper()
+	workflows := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace)
+	err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		wf, err := workflows.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if wf.Annotations[extstatus.AnnotationAppliedActions] == "" {
+			return false, fmt.Errorf("workflow %s has no mirror of its record to keep", name)
+		}
+		rewritten, err := workflows.Update(ctx, wf, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil // the controller wrote meanwhile: rewrite its version
+		}
+		if err != nil {
+			return false, err
+		}
+		// Only the rewritten version, which argo's types stored without status.appliedActions: a newer one
+		// might hold the record in status again.
+		rv := rewritten.ResourceVersion
+		err = workflows.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		e.t.Fatalf("deleting workflow %s with only the mirror of its record: %v", name, err)
 	}
 }
 
