@@ -200,9 +200,15 @@ func (r *run) start(c compat.Controller) func() {
 	var stop func() error
 	switch c {
 	case compat.Argo:
+		// INFORMER_WRITE_BACK=false (an argo setting, default true): after each write argo puts its own copy
+		// into its informer's store. A resume written between argo's write and that put is overwritten in
+		// the store by argo's older copy, with no event left to bring it back, so argo keeps reconciling the
+		// node as suspended until its resync. One CI run's baseline workflow, argo's alone, stopped as this
+		// race would leave it: the node Succeeded on the server, its step group still Running a minute
+		// later, and nothing in argo's log about it.
 		o, err := compat.StartOracle(r.t.Context(), cp.Config(), compat.OracleOptions{Root: r.env.root, Kubeconfig: cp.Kubeconfig,
 			Namespace: r.Namespace, ExecutorImage: r.env.image, LogPath: filepath.Join(r.logs, "argo.log"),
-			Env: []string{common.EnvVarPodStatusCaptureFinalizer + "=true"}})
+			Env: []string{common.EnvVarPodStatusCaptureFinalizer + "=true", "INFORMER_WRITE_BACK=false"}})
 		if err != nil {
 			r.t.Fatal(err)
 		}
