@@ -174,7 +174,8 @@ type stored struct {
 	Status            storedStatus      `json:"status"`
 }
 
-// storedStatus is argo's status with ours beside it; no field name is shared (TestEncodeKeepsEveryFieldOfArgosTypes).
+// storedStatus is argo's status with ours beside it. No field name is shared
+// (TestNoStatusFieldOfOursSharesANameWithOneOfArgos): encoding/json would drop both.
 type storedStatus struct {
 	wfv1.WorkflowStatus
 	Extensions
