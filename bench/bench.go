@@ -41,7 +41,8 @@ type Options struct {
 	ThroughputWorkflows         int // throughput: concurrent workflows ...
 	ThroughputNodes             int // ... each a chain of this many pods
 	// ThroughputRounds runs the throughput scenario this many times, each subject (controllers and raw
-	// clients) once per round in an order rotated each round; figures cover every round.
+	// clients) once per round in an order rotated each round; figures cover every round. 0: one round per
+	// subject (throughputRounds).
 	ThroughputRounds      int
 	Actions               int // concurrent WorkflowActions (each kind)
 	OrphanPods            int
@@ -73,7 +74,7 @@ const defaultControllerLogLevel = "warn"
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, ControllerLogLevel: defaultControllerLogLevel, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 100, ThroughputNodes: 5, ThroughputRounds: 3, Actions: 50, OrphanPods: 5000, OrphanRounds: 5,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000, OrphanRounds: 5,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}
 }

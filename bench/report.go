@@ -111,7 +111,7 @@ const (
 func newReport(o Options) *Report {
 	return &Report{Date: time.Now().UTC(), Machine: machine(), Controllers: o.Controllers, Sizes: Sizes{
 		Workers: o.Workers, QPS: o.QPS, Burst: o.Burst, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
-		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes, ThroughputRounds: max(o.ThroughputRounds, 1),
+		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes, ThroughputRounds: o.throughputRounds(),
 		Actions: o.Actions, OrphanPods: o.OrphanPods, OrphanRounds: max(o.OrphanRounds, 1), LateResultWorkflows: o.LateResultWorkflows,
 		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows,
 		MemoryPodsPerWorkflow: o.MemoryPodsPerWorkflow, ScaleWorkflows: o.ScaleWorkflows, ScalePodsPerWorkflow: o.ScalePodsPerWorkflow}}

@@ -40,6 +40,17 @@ func roundOrder[T any](subjects []T, r int) []T {
 	return append(slices.Clone(subjects[k:]), subjects[:k]...)
 }
 
+// throughputRounds is how many rounds the throughput scenario runs: ThroughputRounds when set, else one
+// per subject (each controller and both raw clients), so that the rotation puts every subject once in
+// every position. With fewer rounds than subjects some run first and none runs last, or the reverse, and
+// one round's luck weighs on one subject more than on another.
+func (o Options) throughputRounds() int {
+	if o.ThroughputRounds > 0 {
+		return o.ThroughputRounds
+	}
+	return len(o.Controllers) + 2
+}
+
 // mergeRunStats combines a subject's rounds: rates over all their pods and seconds, hop latency over every
 // hop of every round, calls summed.
 func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunStats {

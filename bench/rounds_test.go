@@ -29,6 +29,44 @@ func TestEachRoundRotatesTheOrderSoEverySubjectRunsEarlyAndLate(t *testing.T) {
 	}
 }
 
+func TestByDefaultEverySubjectRunsOnceInEveryPosition(t *testing.T) {
+	cases := []struct {
+		sentence    string
+		controllers []string
+		rounds      int
+		want        int
+	}{
+		{"both controllers and the two raw clients run four rounds", []string{"wfguard", "argo"}, 0, 4},
+		{"wfguard alone and the two raw clients run three", []string{"wfguard"}, 0, 3},
+		{"a count given on the command line wins", []string{"wfguard", "argo"}, 2, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			o := Options{Controllers: tc.controllers, ThroughputRounds: tc.rounds}
+			got := o.throughputRounds()
+			if got != tc.want {
+				t.Fatalf("rounds = %d, want %d", got, tc.want)
+			}
+			if tc.rounds != 0 {
+				return
+			}
+			subjects := []throughputSubject{subjectRawMinimum, subjectRawPipeline}
+			for _, c := range tc.controllers {
+				subjects = append(subjects, throughputSubject(c))
+			}
+			for _, s := range subjects {
+				seen := map[int]bool{}
+				for r := range got {
+					seen[slices.Index(roundOrder(subjects, r), s)] = true
+				}
+				if len(seen) != len(subjects) {
+					t.Errorf("%s ran in %d of %d positions over %d rounds", s, len(seen), len(subjects), got)
+				}
+			}
+		})
+	}
+}
+
 func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 	hops := func(ms ...int) []time.Duration {
 		var out []time.Duration

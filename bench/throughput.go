@@ -105,7 +105,7 @@ func (e *env) throughput(ctx context.Context, report *Report) error {
 	subjects = append(subjects, subjectRawMinimum, subjectRawPipeline)
 	runs := map[throughputSubject][]ControllerRun{}
 	positions := map[throughputSubject][]int{}
-	rounds := max(e.opts.ThroughputRounds, 1)
+	rounds := e.opts.throughputRounds()
 	res.Rounds = rounds
 	// A fresh API server's watch cache is small and grows with the events it holds, and watchers opened on
 	// it get small buffers that fill and close under a burst: the first subject of the scenario ran on a

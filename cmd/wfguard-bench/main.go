@@ -43,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.IntVar(&o.FanOutWidth, "fanout-width", o.FanOutWidth, "scheduling latency: children per fan-out")
 	fs.IntVar(&o.ThroughputWorkflows, "workflows", o.ThroughputWorkflows, "throughput: concurrent workflows")
 	fs.IntVar(&o.ThroughputNodes, "nodes", o.ThroughputNodes, "throughput: pods per workflow (a chain)")
-	fs.IntVar(&o.ThroughputRounds, "throughput-rounds", o.ThroughputRounds, "throughput: rounds; each runs every controller and both raw clients once, in an order rotated each round")
+	fs.IntVar(&o.ThroughputRounds, "throughput-rounds", o.ThroughputRounds, "throughput: rounds; each runs every controller and both raw clients once, in an order rotated each round (0: one round per subject, so each runs once in every position)")
 	fs.IntVar(&o.Actions, "actions", o.Actions, "WorkflowAction latency: concurrent actions of each kind")
 	fs.IntVar(&o.OrphanPods, "orphans", o.OrphanPods, "orphan sweep: orphaned pods holding the status finalizer")
 	fs.IntVar(&o.OrphanRounds, "orphan-rounds", o.OrphanRounds, "orphan sweep: rounds, alternating whether the controller or the raw loop runs first; the median round's ratio is the figure")
