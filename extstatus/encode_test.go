@@ -58,9 +58,10 @@ func TestEncodeWritesArgosFieldsAndOursBesideThem(t *testing.T) {
 			ext: Extensions{Shutdown: wfv1.ShutdownStrategyStop, ShutdownMessage: "why", Suspended: &suspended, AppliedActions: record,
 				ResultWaits: map[string]metav1.Time{"wf-1": since}, RetryCleanupSince: &since},
 			wantAnnotations: map[string]string{"note": "kept",
-				AnnotationAppliedActions: `[{"uid":"a-1","name":"stop-it","outcome":"Succeeded"}]`, AnnotationRetryCleanup: "2026-12-07T02:00:00Z"}},
+				AnnotationAppliedActions: `[{"uid":"a-1","name":"stop-it","outcome":"Succeeded"}]`, AnnotationRetryCleanup: "2026-12-07T02:00:00Z",
+				AnnotationMirrorsOf: "u-1"}},
 		{name: "mirrors of a record and a mark that are gone are removed, an empty one too",
-			annotations:     map[string]string{"note": "kept", AnnotationAppliedActions: `[{"uid":"old"}]`, AnnotationRetryCleanup: ""},
+			annotations:     map[string]string{"note": "kept", AnnotationAppliedActions: `[{"uid":"old"}]`, AnnotationRetryCleanup: "", AnnotationMirrorsOf: "u-0"},
 			wantAnnotations: map[string]string{"note": "kept"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,6 +60,9 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	if ext, err = extensionsOf(u); err != nil {
 		return nil, ext, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
+	if !ownMirrors(wf) {
+		return wf, ext, nil // the next write replaces what was copied with the mirrors of ext
+	}
 	if ext.AppliedActions == nil {
 		ext.AppliedActions = appliedFromAnnotation(wf.Annotations[AnnotationAppliedActions])
 	}
@@ -67,6 +70,18 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 		ext.RetryCleanupSince = retryCleanupFromAnnotation(wf.Annotations[AnnotationRetryCleanup])
 	}
 	return wf, ext, nil
+}
+
+// ownMirrors reports whether wf's annotation mirrors were written for wf itself. argo's resubmit, and a
+// manifest copied from another workflow, carry every annotation over: a copied retry-cleanup mark would put
+// a new workflow into the cleanup of another's pods, and fail it on the first error listing them. Mirrors
+// written before AnnotationMirrorsOf existed name no workflow; they are trusted on a workflow that has a
+// phase, which a resubmitted one has not.
+func ownMirrors(wf *wfv1.Workflow) bool {
+	if of, ok := wf.Annotations[AnnotationMirrorsOf]; ok {
+		return of != "" && types.UID(of) == wf.UID
+	}
+	return wf.Status.Phase != ""
 }
 
 // extensionsOf decodes only our status fields: decoding the whole object a second time to pick them out
@@ -102,6 +117,9 @@ const LostMessage = "applied; its message was lost when another writer rewrote t
 // AnnotationRetryCleanup mirrors status.retryCleanupSince for the same reason: a foreign rewrite that dropped
 // it would let nodes run again next to the previous run's pods of the same names.
 const AnnotationRetryCleanup = "wfguard.io/retry-cleanup-since"
+
+// AnnotationMirrorsOf is the UID of the workflow the mirrors above were written for (ownMirrors).
+const AnnotationMirrorsOf = "wfguard.io/mirrors-of"
 
 // retryCleanupFromAnnotation restores the mark; a malformed value still marks the cleanup, from now on
 // unknown, as started at the zero time (so its bound has passed and it ends at once if nothing is left).
@@ -182,10 +200,11 @@ type storedStatus struct {
 }
 
 // Encode returns the JSON of a Workflow as it is stored: the extensions merged into status, the record and
-// the retry-cleanup mark mirrored in annotations, apiVersion and kind set. wf is not modified.
+// the retry-cleanup mark mirrored in annotations with the UID they belong to, apiVersion and kind set. wf is
+// not modified.
 func Encode(wf *wfv1.Workflow, ext Extensions) ([]byte, error) {
 	meta := wf.ObjectMeta // a shallow copy: only its annotations are replaced, by a copy
-	annotations, err := mirrored(wf.Annotations, ext)
+	annotations, err := mirrored(wf.Annotations, ext, wf.UID)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the annotation mirrors of %s/%s: %w", wf.Namespace, wf.Name, err)
 	}
@@ -208,8 +227,9 @@ func holds(annotations map[string]string, key, v string) bool {
 	return got == v && ok == (v != "")
 }
 
-// mirrored returns annotations with the mirrors of ext; annotations itself when they are already there.
-func mirrored(annotations map[string]string, ext Extensions) (map[string]string, error) {
+// mirrored returns annotations with the mirrors of ext, naming workflow uid; annotations itself when they
+// are already there.
+func mirrored(annotations map[string]string, ext Extensions, uid types.UID) (map[string]string, error) {
 	var record, cleanup string
 	if len(ext.AppliedActions) > 0 {
 		v, err := appliedAnnotation(ext.AppliedActions)
@@ -225,20 +245,24 @@ func mirrored(annotations map[string]string, ext Extensions) (map[string]string,
 		}
 		cleanup = v
 	}
-	if holds(annotations, AnnotationAppliedActions, record) && holds(annotations, AnnotationRetryCleanup, cleanup) {
+	var of string
+	if record != "" || cleanup != "" {
+		of = string(uid)
+	}
+	if holds(annotations, AnnotationAppliedActions, record) && holds(annotations, AnnotationRetryCleanup, cleanup) &&
+		holds(annotations, AnnotationMirrorsOf, of) {
 		return annotations, nil // most writes: no record and no mark, or the same ones
 	}
-	out := make(map[string]string, len(annotations)+2)
+	out := make(map[string]string, len(annotations)+3)
 	for k, v := range annotations {
 		out[k] = v
 	}
-	delete(out, AnnotationAppliedActions)
-	delete(out, AnnotationRetryCleanup)
-	if record != "" {
-		out[AnnotationAppliedActions] = record
-	}
-	if cleanup != "" {
-		out[AnnotationRetryCleanup] = cleanup
+	for key, v := range map[string]string{AnnotationAppliedActions: record, AnnotationRetryCleanup: cleanup, AnnotationMirrorsOf: of} {
+		if v == "" {
+			delete(out, key)
+		} else {
+			out[key] = v
+		}
 	}
 	return out, nil
 }

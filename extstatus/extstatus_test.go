@@ -160,7 +160,7 @@ func TestTheAppliedRecordSurvivesAWriteThroughArgosTypes(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			wf := &wfv1.Workflow{}
-			wf.Name, wf.Namespace = "wf", "ns"
+			wf.Name, wf.Namespace, wf.UID = "wf", "ns", "wf-uid"
 			u, err := ToUnstructured(wf, Extensions{AppliedActions: []AppliedAction{{UID: "u1", Name: "a1", Outcome: "Succeeded", Reason: "Applied", Message: "workflow suspended"}}})
 			if err != nil {
 				t.Fatal(err)
@@ -205,7 +205,7 @@ func TestTheRetryCleanupMarkSurvivesAWriteThroughArgosTypes(t *testing.T) {
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			wf := &wfv1.Workflow{}
-			wf.Name, wf.Namespace = "wf", "ns"
+			wf.Name, wf.Namespace, wf.UID = "wf", "ns", "wf-uid"
 			u, err := ToUnstructured(wf, Extensions{RetryCleanupSince: &since})
 			if err != nil {
 				t.Fatal(err)
@@ -226,6 +226,70 @@ func TestTheRetryCleanupMarkSurvivesAWriteThroughArgosTypes(t *testing.T) {
 	}
 	if _, ok := closed.GetAnnotations()[AnnotationRetryCleanup]; ok {
 		t.Errorf("a closed cleanup left its mirror: %v", closed.GetAnnotations())
+	}
+}
+
+// argo's resubmit, and a manifest copied from another workflow, carry every annotation over: the mirrors
+// of the workflow they came from must not decide anything in the new one.
+func TestMirrorsCopiedFromAnotherWorkflowRestoreNothing(t *testing.T) {
+	const record = `[{"uid":"a1","name":"retry-1","outcome":"Succeeded","reason":"Applied"}]`
+	since := metav1.NewTime(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	restored := []AppliedAction{{UID: "a1", Name: "retry-1", Outcome: "Succeeded", Reason: "Applied", Message: LostMessage}}
+	for _, tc := range []struct {
+		sentence     string
+		mirrorsOf    string // "-": no such annotation, as an older wfguard wrote them
+		phase        wfv1.WorkflowPhase
+		wantRestored bool
+	}{
+		{"mirrors naming this workflow are restored", "new-uid", wfv1.WorkflowRunning, true},
+		{"mirrors naming the workflow they were copied from restore nothing", "old-uid", "", false},
+		{"they restore nothing even once the copy has a phase", "old-uid", wfv1.WorkflowRunning, false},
+		{"an empty name restores nothing", "", wfv1.WorkflowRunning, false},
+		{"mirrors from before the name existed are restored on a started workflow", "-", wfv1.WorkflowRunning, true},
+		{"they restore nothing on a workflow that never started, as a resubmitted one", "-", "", false},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{TypeMeta: metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow"}}
+			wf.Name, wf.Namespace, wf.UID = "copy", "ns", "new-uid"
+			wf.Status.Phase = tc.phase
+			wf.Annotations = map[string]string{"keep": "me", AnnotationAppliedActions: record, AnnotationRetryCleanup: "2026-12-07T09:00:00Z"}
+			if tc.mirrorsOf != "-" {
+				wf.Annotations[AnnotationMirrorsOf] = tc.mirrorsOf
+			}
+			u := &unstructured.Unstructured{}
+			data, _ := json.Marshal(wf) // as argo's typed client writes it: no status field of ours
+			if err := u.UnmarshalJSON(data); err != nil {
+				t.Fatal(err)
+			}
+			_, ext, err := FromUnstructured(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.wantRestored {
+				if ext.AppliedActions != nil || ext.RetryCleanupSince != nil {
+					t.Fatalf("restored record %v and mark %v from mirrors that are not this workflow's", ext.AppliedActions, ext.RetryCleanupSince)
+				}
+				// The next write leaves none of the copied mirrors behind.
+				out, err := ToUnstructured(wf, ext)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := out.GetAnnotations(); !reflect.DeepEqual(got, map[string]string{"keep": "me"}) {
+					t.Errorf("annotations after the next write = %v, want only the copy's own", got)
+				}
+				return
+			}
+			if !reflect.DeepEqual(ext.AppliedActions, restored) || ext.RetryCleanupSince == nil || !ext.RetryCleanupSince.Equal(&since) {
+				t.Fatalf("record %v and mark %v, want %v and %v", ext.AppliedActions, ext.RetryCleanupSince, restored, since)
+			}
+			out, err := ToUnstructured(wf, ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.GetAnnotations()[AnnotationMirrorsOf]; got != "new-uid" {
+				t.Errorf("the next write names the mirrors' workflow %q, want new-uid", got)
+			}
+		})
 	}
 }
 

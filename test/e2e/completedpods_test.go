@@ -9,7 +9,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +20,6 @@ import (
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
-	"github.com/wfguard/wfguard/test/controlplanetest"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
@@ -220,24 +218,7 @@ func TestADelayedPodGCDeletesACompletedPodThatLeftTheCacheWhileItsWorkflowRuns(t
 // not, so a pod's own ServiceAccount cannot label itself.
 func grantPodPatch(t *testing.T, e *env, user string) kubernetes.Interface {
 	t.Helper()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-patcher"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}}}
-	if _, err := e.Kube.RbacV1().Roles(e.Namespace).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-patcher"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	config := harness.As(cp.Config(), user, nil, nil)
-	// The authorizer sees a new binding through its own cache: wait until it allows the patch.
-	if err := controlplanetest.WaitAuthorized(t.Context(), config, authorizationv1.ResourceAttributes{
-		Verb: "patch", Resource: "pods", Namespace: e.Namespace}); err != nil {
-		t.Fatal(err)
-	}
-	return kubernetes.NewForConfigOrDie(config)
+	return kubernetes.NewForConfigOrDie(e.grant(user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch", "get"}}))
 }
 
 const labelCompleted = `{"metadata":{"labels":{"workflows.argoproj.io/completed":"true"}}}`

@@ -18,8 +18,9 @@ import (
 )
 
 // argoClient runs argo's own client code (bin/argo-client: argo v3.7's workflow/util and typed clientset,
-// built by make argo-tools) against the test's namespace, as argo's CLI, server and UI would.
-func (e *env) argoClient(args ...string) {
+// built by make argo-tools) against the test's namespace, as argo's CLI, server and UI would, and returns
+// what it printed.
+func (e *env) argoClient(args ...string) string {
 	e.t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -34,9 +35,13 @@ func (e *env) argoClient(args ...string) {
 		e.t.Fatalf("%s is missing: run `make argo-tools`", bin)
 	}
 	cmd := exec.CommandContext(e.t.Context(), bin, append([]string{"--kubeconfig", cp.Kubeconfig, "-n", e.Namespace}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		e.t.Fatalf("argo-client %s: %v\n%s", strings.Join(args, " "), err, out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("argo-client %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
+	return strings.TrimSpace(string(out))
 }
 
 // A suspension accepted from an action survives argo's clients rewriting the whole Workflow through argo's

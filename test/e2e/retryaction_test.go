@@ -11,12 +11,14 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
@@ -298,5 +300,61 @@ func TestARetryIsAppliedExactlyOnceAcrossACrashAtEachStep(t *testing.T) {
 				t.Errorf("flaky's task result is the first run's (%v): the retry deletes it before the node runs again", err)
 			}
 		})
+	}
+}
+
+// argo's resubmit copies every annotation of the workflow it resubmits (FormulateResubmitWorkflow, argo
+// v3.7.9): a copy taken while a Retry's cleanup was open carries the cleanup's mark and the Retry's record
+// in their annotation mirrors. The new workflow has no previous run to clean up and applied no action.
+func TestAWorkflowResubmittedMidRetryInheritsNeitherTheCleanupNorTheRecord(t *testing.T) {
+	points := faultinject.NewPoints()
+	// A cleanup that ran would fail, and with its mark past the bound it would fail the workflow.
+	points.Fail(faultinject.PointDuringRetryCleanup, 0)
+	e := newEnv(t, envOptions{points: points})
+	source := e.WaitCompleted(e.Submit(oneStep).Name)
+	// With the controller down nothing rewrites the source: give it the mirrors wfguard writes while a
+	// Retry's cleanup is open, begun an hour ago.
+	e.stopController()
+	if source.Annotations == nil {
+		source.Annotations = map[string]string{}
+	}
+	source.Annotations[extstatus.AnnotationRetryCleanup] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	source.Annotations[extstatus.AnnotationAppliedActions] = `[{"uid":"retry-uid","name":"retry-1","outcome":"Succeeded","reason":"Applied"}]`
+	source.Annotations[extstatus.AnnotationMirrorsOf] = string(source.UID)
+	workflows := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace)
+	if _, err := workflows.Update(t.Context(), source, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// bob may read and create workflows in the namespace, as a user of argo's CLI; nothing else.
+	e.grant("bob", rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group}, Resources: []string{"workflows"}, Verbs: []string{"create", "get"}})
+	name := e.argoClient("--as", "bob", "resubmit", source.Name)
+	copied, err := workflows.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{extstatus.AnnotationRetryCleanup, extstatus.AnnotationAppliedActions, extstatus.AnnotationMirrorsOf} {
+		if copied.Annotations[key] == "" {
+			t.Fatalf("the resubmitted workflow does not carry %s: the test no longer models argo's resubmit", key)
+		}
+	}
+	if err := workflows.Delete(t.Context(), source.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err) // only the copy is left to reconcile
+	}
+	e.startController(envOptions{points: points})
+
+	done := e.WaitCompleted(name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("resubmitted workflow = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
+	}
+	if n := points.Hits(faultinject.PointDuringRetryCleanup); n != 0 {
+		t.Errorf("the resubmitted workflow ran a retry cleanup %d times", n)
+	}
+	for _, key := range []string{extstatus.AnnotationRetryCleanup, extstatus.AnnotationAppliedActions, extstatus.AnnotationMirrorsOf} {
+		if v, ok := done.Annotations[key]; ok {
+			t.Errorf("the resubmitted workflow kept the copied %s=%q", key, v)
+		}
+	}
+	if st := e.extStatus(name); st["retryCleanupSince"] != nil || st["appliedActions"] != nil {
+		t.Errorf("status of the resubmitted workflow = %v, want no cleanup and no record", st)
 	}
 }
