@@ -311,17 +311,21 @@ func TestAWorkflowResubmittedMidRetryInheritsNeitherTheCleanupNorTheRecord(t *te
 	// A cleanup that ran would fail, and with its mark past the bound it would fail the workflow.
 	points.Fail(faultinject.PointDuringRetryCleanup, 0)
 	e := newEnv(t, envOptions{points: points})
-	source := e.WaitCompleted(e.Submit(oneStep).Name)
+	completed := e.WaitCompleted(e.Submit(oneStep).Name)
 	// With the controller down nothing rewrites the source: give it the mirrors wfguard writes while a
 	// Retry's cleanup is open, begun an hour ago.
 	e.stopController()
+	workflows := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace)
+	source, err := workflows.Get(t.Context(), completed.Name, metav1.GetOptions{}) // the controller's last write
+	if err != nil {
+		t.Fatal(err)
+	}
 	if source.Annotations == nil {
 		source.Annotations = map[string]string{}
 	}
 	source.Annotations[extstatus.AnnotationRetryCleanup] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	source.Annotations[extstatus.AnnotationAppliedActions] = `[{"uid":"retry-uid","name":"retry-1","outcome":"Succeeded","reason":"Applied"}]`
 	source.Annotations[extstatus.AnnotationMirrorsOf] = string(source.UID)
-	workflows := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace)
 	if _, err := workflows.Update(t.Context(), source, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
