@@ -320,12 +320,13 @@ func TestAWorkflowResubmittedMidRetryInheritsNeitherTheCleanupNorTheRecord(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	if source.Annotations == nil {
-		source.Annotations = map[string]string{}
+	begun := metav1.NewTime(time.Now().Add(-time.Hour))
+	mirrors, err := extstatus.ToUnstructured(source, extstatus.Extensions{RetryCleanupSince: &begun,
+		AppliedActions: []extstatus.AppliedAction{{UID: "retry-uid", Name: "retry-1", Outcome: "Succeeded", Reason: "Applied"}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	source.Annotations[extstatus.AnnotationRetryCleanup] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	source.Annotations[extstatus.AnnotationAppliedActions] = `[{"uid":"retry-uid","name":"retry-1","outcome":"Succeeded","reason":"Applied"}]`
-	source.Annotations[extstatus.AnnotationMirrorsOf] = string(source.UID)
+	source.Annotations = mirrors.GetAnnotations() // as wfguard's encoder writes them, naming the source
 	if _, err := workflows.Update(t.Context(), source, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
