@@ -33,10 +33,7 @@ func (a *alarms) set(key string, t time.Time) {
 		a.due[key] = t
 	}
 	a.mu.Unlock()
-	select {
-	case a.changed <- struct{}{}:
-	default:
-	}
+	a.wake()
 }
 
 // armedAt is when the loop's timer fires next (zero when it waits for no time).
@@ -71,31 +68,40 @@ func (a *alarms) run(ctx context.Context) {
 	}
 }
 
-// arm takes the keys already due and starts a timer for the earliest other one. The clock is read again
-// after the timer starts: if it moved meanwhile, the timer's target is unknown, so arm starts over.
+// arm takes the keys already due and starts a timer for the earliest other one. It reads the clock once:
+// a clock that moves while the timer starts (any real clock; a fake one stepped by another goroutine) makes
+// the timer late by that move, never early. When the move alone reaches the earliest time, the loop is
+// woken at once so that key fires now rather than a whole interval late.
 func (a *alarms) arm() ([]string, clock.Timer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var ready []string
-	for {
-		now := a.clock.Now()
-		var earliest time.Time
-		for key, t := range a.due {
-			if !t.After(now) {
-				ready = append(ready, key)
-				delete(a.due, key)
-			} else if earliest.IsZero() || t.Before(earliest) {
-				earliest = t
-			}
+	now := a.clock.Now()
+	var earliest time.Time
+	for key, t := range a.due {
+		if !t.After(now) {
+			ready = append(ready, key)
+			delete(a.due, key)
+		} else if earliest.IsZero() || t.Before(earliest) {
+			earliest = t
 		}
-		a.armed = earliest
-		if earliest.IsZero() {
-			return ready, nil
-		}
-		timer := a.clock.NewTimer(earliest.Sub(now))
-		if a.clock.Now().Equal(now) {
-			return ready, timer
-		}
-		timer.Stop()
+	}
+	a.armed = earliest
+	if earliest.IsZero() {
+		return ready, nil
+	}
+	wait := earliest.Sub(now)
+	timer := a.clock.NewTimer(wait)
+	if a.clock.Since(now) >= wait {
+		a.wake()
+	}
+	return ready, timer
+}
+
+// wake makes the loop look at the keys again without waiting for its timer.
+func (a *alarms) wake() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
 	}
 }

@@ -405,3 +405,14 @@ func (p *controllerProcess) metrics(t *testing.T) string {
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
 }
+
+// metricsOrEmpty is /metrics, or "" while the process does not serve it yet.
+func (p *controllerProcess) metricsOrEmpty() string {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.metricsPort) + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
