@@ -2,6 +2,7 @@ package cronworkflow
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -76,13 +77,55 @@ func parseSchedule(s string) (parsed cron.Schedule, err error) {
 func (s schedules) latestDue(after, now time.Time) (time.Time, bool) {
 	var latest time.Time
 	for _, sched := range s {
-		for t := sched.Next(after); !t.IsZero() && !t.After(now); t = sched.Next(t) {
-			if t.After(latest) {
-				latest = t
-			}
+		if t, ok := latestTick(sched, after, now); ok && t.After(latest) {
+			latest = t
 		}
 	}
 	return latest, !latest.IsZero()
+}
+
+// latestTick is the latest time sched fires in (after, limit], found without walking the ticks between:
+// after comes from status.lastScheduledTime, which the CronWorkflow's writer sets, and walking every
+// second of an "@every 1s" schedule since a date years back took unbounded CPU.
+func latestTick(sched cron.Schedule, after, limit time.Time) (time.Time, bool) {
+	if !after.Before(limit) {
+		return time.Time{}, false
+	}
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+		// "@every d" counts from its starting point: its ticks are after's whole second plus multiples of d.
+		tick := every.Next(after)
+		if tick.After(limit) {
+			return time.Time{}, false
+		}
+		for {
+			// Sub saturates past about 292 years: from a date further back it takes a few strides.
+			gap := limit.Sub(tick)
+			tick = tick.Add(gap / every.Delay * every.Delay)
+			if gap < math.MaxInt64 {
+				return tick, true
+			}
+		}
+	}
+	// A calendar schedule's ticks are fixed instants on whole seconds, so "sched fires in (x, limit]" holds
+	// for every x before the latest one and for none from it on: a binary search over whole seconds finds it
+	// in about 40 steps whatever the range.
+	firesBy := func(x time.Time) bool {
+		t := sched.Next(x)
+		return !t.IsZero() && !t.After(limit)
+	}
+	if !firesBy(after) {
+		return time.Time{}, false
+	}
+	lo, hi := after, limit // firesBy(lo) holds; firesBy(hi) does not (Next is after its argument)
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if firesBy(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return sched.Next(lo), true
 }
 
 // next is the earliest time after t any schedule fires; zero when none ever does.
@@ -106,11 +149,9 @@ func (s schedules) missedRun(lastScheduled time.Time, deadlineSeconds *int64, no
 	}
 	deadline := time.Duration(*deadlineSeconds) * time.Second
 	for _, sched := range s {
-		var missed time.Time
-		for t := sched.Next(lastScheduled); !t.IsZero() && t.Before(now); t = sched.Next(t) {
-			missed = t
-		}
-		if !missed.IsZero() && now.Before(missed.Add(deadline)) {
+		// The latest tick strictly before now: cron ticks are whole seconds.
+		missed, ok := latestTick(sched, lastScheduled, now.Add(-time.Nanosecond))
+		if ok && now.Before(missed.Add(deadline)) {
 			return missed, true
 		}
 	}

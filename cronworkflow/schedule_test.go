@@ -1,11 +1,13 @@
 package cronworkflow
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/robfig/cron/v3"
 )
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 30, 0, time.UTC) // 30 s past a minute
@@ -111,5 +113,85 @@ func TestMissedRun(t *testing.T) {
 				t.Fatalf("missedRun = %s, %v; want %s, %v", got, found, tc.want, tc.wantFound)
 			}
 		})
+	}
+}
+
+// countingSchedule counts the calls of Next, the unit of work of finding a tick.
+type countingSchedule struct {
+	cron.Schedule
+	calls int
+}
+
+func (c *countingSchedule) Next(t time.Time) time.Time {
+	c.calls++
+	return c.Schedule.Next(t)
+}
+
+// Issue #44 item 9: status.lastScheduledTime is written by the CronWorkflow's writer, and the missed-run
+// rule walked every tick since it.
+func TestTheLatestTickIsFoundWithoutWalkingTheTicksSinceLastScheduled(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 30, 500, time.UTC)
+	for _, tc := range []struct {
+		sentence string
+		spec     string
+		after    time.Time
+		limit    time.Time
+		want     time.Time
+		found    bool
+	}{
+		{sentence: "@every 1s since ten years back finds the last second", spec: "@every 1s",
+			after: now.AddDate(-10, 0, 0), limit: now, want: now.Truncate(time.Second), found: true},
+		{sentence: "@every 1s since the year 1 finds the last second", spec: "@every 1s",
+			after: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), limit: now, want: now.Truncate(time.Second), found: true},
+		{sentence: "every minute since the year 1 finds the last minute", spec: "* * * * *",
+			after: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), limit: now, want: now.Truncate(time.Minute), found: true},
+		{sentence: "a yearly schedule finds this year's tick", spec: "0 0 1 1 *",
+			after: now.AddDate(-3, 0, 0), limit: now, want: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), found: true},
+		{sentence: "a tick exactly at the limit counts", spec: "* * * * *",
+			after: now.Add(-time.Hour), limit: now.Truncate(time.Minute), want: now.Truncate(time.Minute), found: true},
+		{sentence: "a tick exactly at the start does not", spec: "* * * * *",
+			after: now.Truncate(time.Minute), limit: now},
+		{sentence: "a start after the limit finds nothing", spec: "@every 1s", after: now.Add(time.Hour), limit: now},
+		{sentence: "a schedule that never fires finds nothing", spec: "0 0 30 2 *", after: now.AddDate(-1, 0, 0), limit: now},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			parsed, err := cron.ParseStandard(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sched := &countingSchedule{Schedule: parsed}
+			got, found := latestTick(sched, tc.after, tc.limit)
+			if found != tc.found || !got.Equal(tc.want) {
+				t.Fatalf("latestTick = %s, %v; want %s, %v", got, found, tc.want, tc.found)
+			}
+			if sched.calls > 100 {
+				t.Fatalf("latestTick called Next %d times; it must not walk the ticks", sched.calls)
+			}
+		})
+	}
+}
+
+// latestTick agrees with walking every tick, on schedules of every shape and ranges of up to a few days.
+func TestTheLatestTickIsTheLastOneAWalkFinds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(44, 9))
+	specs := []string{"@every 1s", "@every 7s", "@every 90s", "* * * * *", "*/5 * * * *", "0 * * * *", "15 3 * * *",
+		"0 0 * * 1", "30 2 1 * *", "CRON_TZ=Europe/Paris 0 2 * * *", "CRON_TZ=America/New_York 30 1 * * *"}
+	base := time.Date(2026, 3, 27, 0, 0, 0, 0, time.UTC) // across Europe's and America's DST changes
+	for range 2000 {
+		spec := specs[rng.IntN(len(specs))]
+		sched, err := cron.ParseStandard(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := base.Add(time.Duration(rng.Int64N(int64(14 * 24 * time.Hour))))
+		limit := after.Add(time.Duration(rng.Int64N(int64(3 * 24 * time.Hour))))
+		var walked time.Time
+		for t := sched.Next(after); !t.IsZero() && !t.After(limit); t = sched.Next(t) {
+			walked = t
+		}
+		got, found := latestTick(sched, after, limit)
+		if found != !walked.IsZero() || !got.Equal(walked) {
+			t.Fatalf("%q in (%s, %s]: latestTick = %s, %v; walking finds %s", spec, after, limit, got, found, walked)
+		}
 	}
 }

@@ -358,6 +358,30 @@ func AsServiceAccount(config *rest.Config, ns, sa string, extra map[string][]str
 	return As(config, "system:serviceaccount:"+ns+":"+sa, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, extra)
 }
 
+// Grant binds a Role of rules in namespace ns to user and returns config impersonating that user, once the
+// API server's authorizer allows the first rule's first verb (it learns of a binding asynchronously).
+func Grant(t testing.TB, config *rest.Config, ns, user string, rules ...rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(config)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	if _, err := kube.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the role of %s: %v", user, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user, APIGroup: rbacv1.GroupName}}}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding the role of %s: %v", user, err)
+	}
+	as := As(config, user, nil, nil)
+	first := rules[0]
+	if err := controlplanetest.WaitAuthorized(t.Context(), as, authorizationv1.ResourceAttributes{
+		Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: first.Resources[0], Namespace: ns}); err != nil {
+		t.Fatalf("waiting until %s may %s %s: %v", user, first.Verbs[0], first.Resources[0], err)
+	}
+	return as
+}
+
 // BindExecutorRole installs config/rbac's executor ClusterRole and binds it to ServiceAccount default of
 // namespace ns, as an install does for each workflow namespace, and waits until the binding is in force.
 func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
