@@ -23,7 +23,9 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/internal/truncate"
+	"github.com/wfguard/wfguard/provenance"
 )
 
 // maxAppliedActions bounds status.appliedActions; entries leave once their action's status is written.
@@ -68,6 +70,9 @@ type Drainer struct {
 	Log      *slog.Logger
 	Metrics  *Metrics
 	Recorder record.EventRecorder
+	// Key seals the write-ahead records this drainer writes and tells them from entries another identity
+	// wrote into the workflow; nil writes them unsealed and trusts every entry (--record-key-secret="").
+	Key *provenance.Key
 	// Points are the crash points (faultinject.PointBeforeActionStatus); nil passes.
 	Points *faultinject.Points
 	// BeforeStatus runs after the persist that recorded actions, before their statuses are written;
@@ -80,6 +85,8 @@ type Drainer struct {
 	written sync.Map
 	// gone holds the records of deleted workflows until ReportGone reports them (KeepGone).
 	gone goneRecords
+	// ignored are the forged records already reported.
+	ignored reportonce.Keys
 }
 
 // Observed is the action cache's update handler: once the cache shows an action terminal, its own status
@@ -117,6 +124,9 @@ func (d *Drainer) actionsOf(key string) []*v1alpha1.WorkflowAction {
 // once (they change nothing, so need no record). recordFull says some actions wait until recorded outcomes
 // are reported: the caller should pass again soon. An error is an outcome that could not be written.
 func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext *extstatus.Extensions, now time.Time) (recordFull bool, err error) {
+	// Room is made before anything is applied: the records of reported actions would otherwise hold the
+	// bound until a pass that writes something else, which a suspended workflow may never have.
+	ext.AppliedActions = d.pruneApplied(d.trusted(wf, ext.AppliedActions), d.actionsOf(key))
 	recorded := map[string]bool{}
 	for _, r := range ext.AppliedActions {
 		recorded[string(r.UID)] = true
@@ -147,14 +157,13 @@ func (d *Drainer) Drain(ctx context.Context, key string, wf *wfv1.Workflow, ext 
 			continue
 		}
 		out := Apply(wf, ext, a, metav1.NewTime(now))
-		ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{
-			UID: a.UID, Name: a.Name, Outcome: string(out.Phase), Reason: out.Reason, Message: out.Message})
+		ext.AppliedActions = append(ext.AppliedActions, d.newRecord(wf, a, out))
 		if out.Phase == v1alpha1.PhaseSucceeded && !out.Unchanged {
 			stampActor(wf, a)
 		}
 		d.Log.Info("applied workflow action", "workflow", key, "action", a.Name, "type", a.Spec.Action, "outcome", out.Phase, "reason", out.Reason)
 	}
-	ext.AppliedActions = pruneApplied(ext.AppliedActions, d.actionsOf(key))
+	ext.AppliedActions = d.pruneApplied(ext.AppliedActions, d.actionsOf(key))
 	return recordFull, errors.Join(errs...)
 }
 
@@ -175,11 +184,12 @@ func (d *Drainer) markPending(ctx context.Context, a *v1alpha1.WorkflowAction, r
 	return nil
 }
 
-// pruneApplied drops records whose action has its status or is gone, and bounds the list.
-func pruneApplied(records []extstatus.AppliedAction, current []*v1alpha1.WorkflowAction) []extstatus.AppliedAction {
+// pruneApplied drops records whose action has its status (in the cache, or written by this drainer and
+// not yet in the cache) or is gone.
+func (d *Drainer) pruneApplied(records []extstatus.AppliedAction, current []*v1alpha1.WorkflowAction) []extstatus.AppliedAction {
 	pending := map[string]bool{}
 	for _, a := range current {
-		if !a.Status.Terminal() {
+		if _, reported := d.written.Load(a.UID); !a.Status.Terminal() && !reported {
 			pending[string(a.UID)] = true
 		}
 	}
@@ -252,7 +262,7 @@ func (d *Drainer) FailOrphans(ctx context.Context, key string) error {
 // returns it; the caller applies it (ApplyToCompleted), and the actions after it meet the retried workflow.
 func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Workflow, records []extstatus.AppliedAction) (*v1alpha1.WorkflowAction, error) {
 	recorded := map[string]extstatus.AppliedAction{}
-	for _, r := range records {
+	for _, r := range d.trusted(wf, records) {
 		recorded[string(r.UID)] = r
 	}
 	var errs []error
@@ -286,8 +296,7 @@ func (d *Drainer) ApplyToCompleted(ctx context.Context, key string, wf *wfv1.Wor
 	if out.Phase != v1alpha1.PhaseSucceeded {
 		return false, outcomeErr(d.writeOutcome(ctx, a, out))
 	}
-	ext.AppliedActions = append(ext.AppliedActions, extstatus.AppliedAction{
-		UID: a.UID, Name: a.Name, Outcome: string(out.Phase), Reason: out.Reason, Message: out.Message})
+	ext.AppliedActions = append(d.trusted(wf, ext.AppliedActions), d.newRecord(wf, a, out))
 	stampActor(wf, a)
 	return true, nil
 }

@@ -204,14 +204,15 @@ func (api *actionAPI) statusWrites() []string {
 
 func TestPruneKeepsOnlyRecordsOfActionsStillPending(t *testing.T) {
 	records := []extstatus.AppliedAction{{UID: "pending-uid"}, {UID: "done-uid"}, {UID: "gone-uid"}}
-	got := pruneApplied(records, []*v1alpha1.WorkflowAction{
+	d := drainerOver(t)
+	got := d.pruneApplied(records, []*v1alpha1.WorkflowAction{
 		action("pending", v1alpha1.ActionSuspend, t0, v1alpha1.PhasePending),
 		action("done", v1alpha1.ActionSuspend, t0, v1alpha1.PhaseFailed),
 	})
 	if len(got) != 1 || got[0].UID != "pending-uid" {
 		t.Errorf("pruned to %v, want only the pending action's record", got)
 	}
-	if got := pruneApplied(records[1:], nil); got != nil {
+	if got := d.pruneApplied(records[1:], nil); got != nil {
 		t.Errorf("pruned to %v, want nil (an idle workflow has no appliedActions at all)", got)
 	}
 }

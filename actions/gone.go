@@ -69,7 +69,9 @@ func (d *Drainer) KeepGone(obj any) {
 	if err != nil || len(ext.AppliedActions) == 0 {
 		return // undecodable: its actions fail WorkflowNotFound, as they would have
 	}
-	d.gone.put(u.GetNamespace()+"/"+u.GetName(), goneWorkflow{wf: wf, records: ext.AppliedActions})
+	if records := d.trusted(wf, ext.AppliedActions); len(records) > 0 {
+		d.gone.put(u.GetNamespace()+"/"+u.GetName(), goneWorkflow{wf: wf, records: records})
+	}
 }
 
 // ReportGone writes the recorded outcome of every action a deleted incarnation of key applied and did not

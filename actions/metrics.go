@@ -13,8 +13,9 @@ const actionUnknown = "Unknown"
 
 // Metrics are the action seam's counters (docs/metrics.md).
 type Metrics struct {
-	outcomes *prometheus.CounterVec
-	expired  prometheus.Counter
+	outcomes       *prometheus.CounterVec
+	expired        prometheus.Counter
+	recordsIgnored prometheus.Counter
 }
 
 // NewMetrics registers the action metrics on reg.
@@ -25,8 +26,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			[]string{"action", "phase", "reason"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_workflow_actions_expired_total",
 			Help: "Terminal WorkflowActions deleted after their TTL."}),
+		recordsIgnored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_action_records_ignored_total",
+			Help: "Write-ahead action records in a workflow's status or annotation mirror that the controller did not write (no valid seal), ignored."}),
 	}
-	for _, c := range []prometheus.Collector{m.outcomes, m.expired} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.expired, m.recordsIgnored} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering action metrics: %w", err)
 		}

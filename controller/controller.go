@@ -46,6 +46,7 @@ import (
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/podidentity"
+	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/retention"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
@@ -114,6 +115,10 @@ type Options struct {
 	// PassDeadline bounds one reconcile pass of one key (default DefaultPassDeadline): past it the pass's
 	// context is cancelled, so its API calls and fault points return, and the key is retried with backoff.
 	PassDeadline time.Duration
+	// RecordKey seals what the controller records in objects other identities may write too (the
+	// write-ahead action records) and tells its own records from forged ones; nil records unsealed and
+	// trusts every record (--record-key-secret="").
+	RecordKey *provenance.Key
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
 	// ArgoMetrics, when set, hears what argo's own metric names report (argometrics); nil reports nothing.
@@ -364,6 +369,7 @@ func (c *Controller) buildActionParts() error {
 		Log:          c.log,
 		Metrics:      actionMetrics,
 		Recorder:     c.recorder,
+		Key:          c.opts.RecordKey,
 		Points:       c.opts.Points,
 		BeforeStatus: c.opts.Hooks.BeforeActionStatus,
 	}

@@ -37,6 +37,10 @@ type AppliedAction struct {
 	Outcome string    `json:"outcome"`
 	Reason  string    `json:"reason,omitempty"`
 	Message string    `json:"message,omitempty"`
+	// Seal proves the controller wrote the entry (provenance.PurposeAppliedAction over the workflow's UID,
+	// the action's UID and name, the outcome and the reason): whoever may update a Workflow may write its
+	// status too, and an entry decides that its action is not applied again.
+	Seal string `json:"seal,omitempty"`
 }
 
 // fieldNames are the status keys Extensions owns.
@@ -139,6 +143,7 @@ type appliedMirror struct {
 	Name    string    `json:"name"`
 	Outcome string    `json:"outcome"`
 	Reason  string    `json:"reason,omitempty"`
+	Seal    string    `json:"seal,omitempty"`
 }
 
 // appliedFromAnnotation restores the record a foreign write dropped. A malformed annotation restores nothing:
@@ -156,7 +161,7 @@ func appliedFromAnnotation(v string) []AppliedAction {
 		if m.UID == "" {
 			continue
 		}
-		out = append(out, AppliedAction{UID: m.UID, Name: m.Name, Outcome: m.Outcome, Reason: m.Reason, Message: LostMessage})
+		out = append(out, AppliedAction{UID: m.UID, Name: m.Name, Outcome: m.Outcome, Reason: m.Reason, Message: LostMessage, Seal: m.Seal})
 	}
 	return out
 }
@@ -164,7 +169,7 @@ func appliedFromAnnotation(v string) []AppliedAction {
 func appliedAnnotation(record []AppliedAction) (string, error) {
 	mirror := make([]appliedMirror, 0, len(record))
 	for _, a := range record {
-		mirror = append(mirror, appliedMirror{UID: a.UID, Name: a.Name, Outcome: a.Outcome, Reason: a.Reason})
+		mirror = append(mirror, appliedMirror{UID: a.UID, Name: a.Name, Outcome: a.Outcome, Reason: a.Reason, Seal: a.Seal})
 	}
 	data, err := json.Marshal(mirror)
 	return string(data), err

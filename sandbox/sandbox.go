@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,9 +10,12 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 )
@@ -59,10 +63,18 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the argo client: %w", err)
 	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("building the kubernetes client: %w", err)
+	}
+	key, err := provenance.Load(ctx, kube.CoreV1().Secrets(metav1.NamespaceDefault), provenance.DefaultSecretName, rand.Reader)
+	if err != nil {
+		return nil, err
+	}
 	s.Controller, err = StartController(context.WithoutCancel(ctx), config, controller.Options{
 		Workers: 8, StatusFinalizer: true, Validate: controller.ArgoValidator(argo), OrphanSweepInterval: 10 * time.Second,
-		StatusCoalesceWindow: time.Second,
-		Logger:               opts.Logger, Registry: opts.Registry,
+		StatusCoalesceWindow: time.Second, RecordKey: key,
+		Logger: opts.Logger, Registry: opts.Registry,
 	})
 	if err != nil {
 		return nil, err

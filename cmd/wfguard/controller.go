@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/taskresult"
 )
 
@@ -53,6 +55,7 @@ type controllerFlags struct {
 	executorImage      string
 	instanceID         string
 	configMap          string
+	recordKeySecret    string
 	controllerNS       string
 	leaderElect        bool
 	leaderElectionNS   string
@@ -85,6 +88,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	fs.StringVar(&f.executorImage, "executor-image", "", "argoexec image for the init and wait containers (overrides the ConfigMap's executor.image; default "+podspec.DefaultExecutorImage+")")
 	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id> (overrides the ConfigMap's instanceID)")
 	fs.StringVar(&f.configMap, "configmap", controllerconfig.DefaultName, "name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo)")
+	fs.StringVar(&f.recordKeySecret, "record-key-secret", provenance.DefaultSecretName,
+		"Secret in the controller's namespace ($NAMESPACE, default argo) holding the key that seals the controller's records (created when missing); \"\" records unsealed and trusts records anyone who may update a workflow can forge")
 	fs.BoolVar(&f.leaderElect, "leader-elect", os.Getenv("LEADER_ELECTION_DISABLE") != "true", "elect a leader with a Lease (LEADER_ELECTION_DISABLE=true turns it off)")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", envOr("NAMESPACE", "argo"), "namespace of the leader-election Lease")
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
@@ -275,8 +280,13 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 			f.leaderElectionID += "-" + instanceID
 		}
 	}
+	recordKey, err := loadRecordKey(ctx, config, f, log)
+	if err != nil {
+		return err
+	}
 	opts := controller.Options{
 		Namespace: namespace, InstanceID: instanceID, Config: settings, Workers: f.workers, ExecutorImage: f.executorImage,
+		RecordKey:       recordKey,
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
@@ -308,6 +318,25 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return run(ctx)
 	}
 	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics, run)
+}
+
+// loadRecordKey reads the record key from --record-key-secret in the controller's namespace, creating it
+// the first time; nil with a warning when the flag is "".
+func loadRecordKey(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger) (*provenance.Key, error) {
+	if f.recordKeySecret == "" {
+		log.Warn("--record-key-secret is empty: action records are written unsealed, and records another identity forged in a workflow are trusted")
+		return nil, nil
+	}
+	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))
+	if err != nil {
+		return nil, fmt.Errorf("building the record key client: %w", err)
+	}
+	key, err := provenance.Load(ctx, kube.CoreV1().Secrets(f.controllerNS), f.recordKeySecret, rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the controller needs get and create on Secret %s/%s: config/rbac; or --record-key-secret=\"\" to run without sealed records)",
+			err, f.controllerNS, f.recordKeySecret)
+	}
+	return key, nil
 }
 
 // watchControllerConfig starts watching argo's controller ConfigMap and waits for its first read (a

@@ -58,6 +58,7 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"controller -h lists argo's flags", []string{"controller", "-h"}, 0, "-managed-namespace"},
 		{"a zero pass deadline is refused", []string{"controller", "--pass-deadline=0"}, 2, "--pass-deadline must be positive, got 0s"},
 		{"controller -h lists the pass deadline", []string{"controller", "-h"}, 0, "-pass-deadline"},
+		{"controller -h lists the record key Secret", []string{"controller", "-h"}, 0, "-record-key-secret"},
 		{"negative cron workers are refused", []string{"controller", "--cron-workflow-workers=-1"}, 2, "--cron-workflow-workers must not be negative, got -1"},
 		{"controller -h lists the cron workers", []string{"controller", "-h"}, 0, "-cron-workflow-workers"},
 		{"a content type the API server does not speak is named", []string{"controller", "--kube-api-content-type=application/yaml"}, 2,
@@ -102,7 +103,7 @@ func startController(t *testing.T, identity, namespace string, extra ...string) 
 	args := fmt.Sprintf("controller --kubeconfig=%s --namespaced --managed-namespace=%s --leader-election-namespace=%s "+
 		"--metrics-port=%d --health-port=%d --log-format=json %s", cp.Kubeconfig, namespace, namespace, metrics, health, strings.Join(extra, " "))
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), runMainEnv+"="+args, "LEADER_ELECTION_IDENTITY="+identity)
+	cmd.Env = append(os.Environ(), runMainEnv+"="+args, "LEADER_ELECTION_IDENTITY="+identity, "NAMESPACE="+namespace)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -237,18 +237,7 @@ func TestActionsAreAppliedInCreationOrder(t *testing.T) {
 	// lifts the workflow-level suspension (there is no suspend node to finish), whichever pass applies it.
 	hold := make(chan struct{})
 	e := newEnv(t, envOptions{script: simnode.Script{Default: simnode.Behavior{Hold: hold}}})
-	wf := e.Submit(`
-metadata: {name: burst}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    container: {image: alpine, command: ["true"]}
-`)
-	e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
-		n := harness.NodeByName(wf, "burst")
-		return n != nil && n.Phase == wfv1.NodeRunning
-	})
+	wf := e.submitRunningPod("burst")
 	// Alternating Suspend/Resume only all succeed when applied in order (creationTimestamp, then name): out
 	// of order, a Resume finds nothing suspended or a Suspend finds the workflow already suspended.
 	var names []string

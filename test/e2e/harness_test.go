@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,23 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.Metrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return e.run.Controller.Registry().Gather() })
 	e.run = harness.Start(t, cp.Config(), e.controllerOptions(o), simnode.Options{Namespace: ns, Script: o.script})
 	return e
+}
+
+// submitRunningPod submits a workflow of one container template named name and waits until its pod runs.
+func (e *env) submitRunningPod(name string) *wfv1.Workflow {
+	e.t.Helper()
+	wf := e.Submit(fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: alpine, command: ["true"]}
+`, name))
+	return e.WaitFor(wf.Name, "running its pod", 30*time.Second, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, name)
+		return n != nil && n.Phase == wfv1.NodeRunning
+	})
 }
 
 // nodeSummary is what a test asserts about one node.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/sandbox"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
@@ -61,6 +62,17 @@ type Controller struct {
 	registry *prometheus.Registry
 }
 
+// RecordKey is the record key of every controller the harness starts (Options.RecordKey).
+var RecordKey = mustRecordKey()
+
+func mustRecordKey() *provenance.Key {
+	key, err := provenance.NewKey([]byte("wfguard test record key: 32 bytes or more"))
+	if err != nil {
+		panic(err)
+	}
+	return key
+}
+
 // StartController runs controller.New(config, opts) until Stop or the end of the test. opts are used as
 // given, except a nil Registry: each start gets a fresh one (Registry).
 func StartController(t testing.TB, config *rest.Config, opts controller.Options) *Controller {
@@ -93,6 +105,9 @@ func startController(t testing.TB, config *rest.Config, opts controller.Options,
 // start starts a controller as the current one; the caller holds mu or is the only user.
 func (c *Controller) start() error {
 	opts := c.opts
+	if opts.RecordKey == nil {
+		opts.RecordKey = RecordKey // every start shares it, as every replica and restart reads one Secret
+	}
 	var registry *prometheus.Registry
 	if opts.Registry == nil {
 		registry = prometheus.NewRegistry()

@@ -69,6 +69,8 @@ func TestInstallManifests(t *testing.T) {
 			"ServiceAccount argo/wfguard-controller",
 			"ClusterRole wfguard-controller",
 			"ClusterRoleBinding wfguard-controller",
+			"Role argo/wfguard-controller-record-key",
+			"RoleBinding argo/wfguard-controller-record-key",
 			"ClusterRole wfguard-executor",
 			"RoleBinding argo/wfguard-executor-default",
 			"Deployment argo/wfguard-controller",
@@ -208,6 +210,8 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can delete poddisruptionbudgets (at workflow completion)", controllerSA, attrs("policy", "team-a", "delete", "poddisruptionbudgets", ""), true},
 		{"the controller can create leases", controllerSA, attrs("coordination.k8s.io", "argo", "create", "leases", ""), true},
 		{"the controller can update leases", controllerSA, attrs("coordination.k8s.io", "argo", "update", "leases", ""), true},
+		{"the controller can read its record key", controllerSA, named(core("argo", "get", "secrets", ""), "wfguard-record-key"), true},
+		{"the controller can create its record key", controllerSA, core("argo", "create", "secrets", ""), true},
 		{"the executor can create workflowtaskresults in argo", executorSA, argo("argo", "create", "workflowtaskresults", ""), true},
 		{"the executor can patch workflowtaskresults in argo", executorSA, argo("argo", "patch", "workflowtaskresults", ""), true},
 
@@ -219,7 +223,11 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller cannot update pods", controllerSA, core("team-a", "update", "pods", ""), false},
 		{"the controller can create configmaps (memoize caches)", controllerSA, core("argo", "create", "configmaps", ""), true},
 		{"the controller cannot delete configmaps", controllerSA, core("argo", "delete", "configmaps", ""), false},
-		{"the controller cannot read secrets", controllerSA, core("argo", "get", "secrets", ""), false},
+		{"the controller cannot read other secrets of its namespace", controllerSA, named(core("argo", "get", "secrets", ""), "argo-server-sso"), false},
+		{"the controller cannot list secrets", controllerSA, core("argo", "list", "secrets", ""), false},
+		{"the controller cannot read secrets of workflow namespaces", controllerSA, core("team-a", "get", "secrets", ""), false},
+		{"the controller cannot create secrets in workflow namespaces", controllerSA, core("team-a", "create", "secrets", ""), false},
+		{"the controller cannot update its record key", controllerSA, named(core("argo", "update", "secrets", ""), "wfguard-record-key"), false},
 		{"the controller cannot exec into pods", controllerSA, core("team-a", "create", "pods", "exec"), false},
 		{"the controller cannot read other CRDs", controllerSA,
 			authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Verb: "get", Resource: "customresourcedefinitions", Name: "pods.example.com"}, false},
@@ -314,6 +322,12 @@ func core(namespace, verb, resource, subresource string) authorizationv1.Resourc
 func attrs(group, namespace, verb, resource, subresource string) authorizationv1.ResourceAttributes {
 	return authorizationv1.ResourceAttributes{Group: group, Namespace: namespace, Verb: verb, Resource: resource,
 		Subresource: subresource}
+}
+
+// named is a with the object name set.
+func named(a authorizationv1.ResourceAttributes, name string) authorizationv1.ResourceAttributes {
+	a.Name = name
+	return a
 }
 
 func describeAttrs(a authorizationv1.ResourceAttributes) string {
