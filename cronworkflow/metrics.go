@@ -23,6 +23,7 @@ type metrics struct {
 	runs       *prometheus.CounterVec
 	terminated prometheus.Counter
 	pruned     prometheus.Counter
+	ignored    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -33,8 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Active runs terminated by concurrencyPolicy Replace."}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_cronworkflow_runs_pruned_total",
 			Help: "Completed runs deleted by successfulJobsHistoryLimit / failedJobsHistoryLimit."}),
+		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_cronworkflow_runs_ignored_total",
+			Help: "Workflows naming a CronWorkflow as their controller that the reconciler did not create, ignored."}),
 	}
-	if err := errors.Join(reg.Register(m.runs), reg.Register(m.terminated), reg.Register(m.pruned)); err != nil {
+	if err := errors.Join(reg.Register(m.runs), reg.Register(m.terminated), reg.Register(m.pruned), reg.Register(m.ignored)); err != nil {
 		return nil, fmt.Errorf("registering cronworkflow metrics: %w", err)
 	}
 	for _, o := range []string{outcomeCreated, outcomeAlreadyExists, outcomeForbidden, outcomeSuspended, outcomeWhenFalse,

@@ -27,6 +27,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/wfguard/wfguard/internal/reportonce"
+	"github.com/wfguard/wfguard/provenance"
 )
 
 // Options configure a Reconciler. Zero values give the defaults.
@@ -48,6 +51,12 @@ type Options struct {
 	ResyncPeriod time.Duration
 	Logger       *slog.Logger
 	Registry     prometheus.Registerer
+	// RecordKey seals the runs the reconciler creates, so that a workflow posing as a run is told from
+	// them (trust.go); nil trusts every workflow whose controller is the CronWorkflow, as argo does.
+	RecordKey *provenance.Key
+	// WallClock dates AnnotationSealedSince, compared with the API server's creationTimestamps (default the
+	// real clock; Clock may be a fake one that schedules).
+	WallClock clock.PassiveClock
 	// AfterSync, when set, hears each completed reconcile with the resourceVersion of the CronWorkflow copy
 	// it started from (tests wait on it instead of guessing when the cache caught up).
 	AfterSync func(key, resourceVersion string)
@@ -79,6 +88,9 @@ type Reconciler struct {
 	// created holds the UIDs of runs this process created whose pass has not reported yet.
 	createdMu sync.Mutex
 	created   map[types.UID]struct{}
+
+	// ignoredRuns are the forged runs already reported.
+	ignoredRuns reportonce.Keys
 }
 
 // New builds a Reconciler; Run starts it.
@@ -91,6 +103,9 @@ func New(config *rest.Config, opts Options) (*Reconciler, error) {
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
+	}
+	if opts.WallClock == nil {
+		opts.WallClock = clock.RealClock{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

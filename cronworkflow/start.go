@@ -98,6 +98,7 @@ func (r *Reconciler) terminateActive(ctx context.Context, cwf *wfv1.CronWorkflow
 func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 	cwf := p.cwf
 	wf := newRun(cwf, t)
+	r.sealRun(cwf, wf)
 	client := r.argo.ArgoprojV1alpha1().Workflows(cwf.Namespace)
 	created, err := client.Create(ctx, wf, metav1.CreateOptions{})
 	outcome := outcomeCreated
@@ -106,7 +107,8 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 		if err == nil && !r.createdHere(created.UID) {
 			outcome = outcomeAlreadyExists
 		}
-		if err == nil && !ownedBy(created, cwf) {
+		if err == nil && (!ownedBy(created, cwf) || r.trustOf(cwf).verdict(created, r.createdHere(created.UID)) == runForged) {
+			// Someone else took the name of this tick's run before it was created.
 			r.submissionError(p, fmt.Sprintf("Failed to submit Workflow: workflow %s exists and is not a run of this CronWorkflow", wf.Name))
 			return nil
 		}
@@ -120,6 +122,9 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 	}
 	if outcome == outcomeCreated {
 		r.rememberCreated(created.UID)
+	}
+	if r.opts.RecordKey != nil && created.Annotations[AnnotationRunUIDSeal] == "" {
+		p.toSeal = append(p.toSeal, created)
 	}
 	p.count(created.UID)
 	// Listed even when another controller's run already completed: the next pass counts it once, on

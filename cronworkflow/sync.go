@@ -34,10 +34,12 @@ type tracking struct {
 
 // pass is one reconcile of one CronWorkflow: the copy being changed and the decisions taken.
 type pass struct {
-	cwf      *wfv1.CronWorkflow
-	orig     *wfv1.CronWorkflow
-	now      time.Time
-	runs     []*wfv1.Workflow
+	cwf  *wfv1.CronWorkflow
+	orig *wfv1.CronWorkflow
+	now  time.Time
+	runs []*wfv1.Workflow
+	// toSeal are runs the reconciler created whose UID seal is still to be set (before the status write).
+	toSeal   []*wfv1.Workflow
 	parsed   schedules
 	watching tracking // what tracked becomes once the pass succeeds
 	// reports are the metrics, Events and observer calls of the pass's decisions, made once its status write
@@ -71,8 +73,13 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 		r.log.Debug("skipping a cache copy older than our last write", "cronworkflow", key, "resourceVersion", cached.ResourceVersion)
 		return nil
 	}
-	p := &pass{cwf: cached.DeepCopy(), orig: cached, now: r.clock.Now(), runs: r.runsOf(cached)}
+	p := &pass{cwf: cached.DeepCopy(), orig: cached, now: r.clock.Now()}
+	p.runs, p.toSeal = r.runsOf(cached)
+	r.markSealedSince(p)
 	if err := r.decide(ctx, key, p); err != nil {
+		return err
+	}
+	if err := r.sealRuns(ctx, p); err != nil {
 		return err
 	}
 	r.claimCreated(p)
@@ -211,20 +218,58 @@ func (r *Reconciler) forget(key string) {
 	r.alarms.set(key, time.Time{})
 }
 
-// runsOf are the cached runs whose controller is this CronWorkflow (same UID: not a deleted namesake's).
-func (r *Reconciler) runsOf(cwf *wfv1.CronWorkflow) []*wfv1.Workflow {
+// runsOf are the cached runs the reconciler created for this CronWorkflow (same UID: not a deleted
+// namesake's), and those of them whose UID seal is still to be set. Workflows posing as its runs are
+// reported and left out (trust.go).
+func (r *Reconciler) runsOf(cwf *wfv1.CronWorkflow) (own, toSeal []*wfv1.Workflow) {
 	objs, err := r.runs.GetIndexer().ByIndex(indexCron, cwf.Namespace+"/"+cwf.Name)
 	if err != nil {
 		r.log.Error("listing the runs of a cronworkflow", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "err", err)
-		return nil
+		return nil, nil
 	}
-	var out []*wfv1.Workflow
+	trust := r.trustOf(cwf)
 	for _, obj := range objs {
-		if wf, ok := obj.(*wfv1.Workflow); ok && ownedBy(wf, cwf) {
-			out = append(out, wf)
+		wf, ok := obj.(*wfv1.Workflow)
+		if !ok || !ownedBy(wf, cwf) {
+			continue
+		}
+		switch trust.verdict(wf, r.createdHere(wf.UID)) {
+		case runOwn:
+			own = append(own, wf)
+		case runOwnToSeal:
+			own, toSeal = append(own, wf), append(toSeal, wf)
+		default:
+			r.reportIgnoredRun(cwf, wf)
 		}
 	}
-	return out
+	return own, toSeal
+}
+
+// markSealedSince dates, on the first pass with a record key, from when unsealed runs are forged.
+func (r *Reconciler) markSealedSince(p *pass) {
+	if r.opts.RecordKey == nil {
+		return
+	}
+	if _, ok := p.cwf.Annotations[AnnotationSealedSince]; ok {
+		return
+	}
+	if p.cwf.Annotations == nil {
+		p.cwf.Annotations = map[string]string{}
+	}
+	p.cwf.Annotations[AnnotationSealedSince] = r.opts.WallClock.Now().UTC().Format(time.RFC3339)
+}
+
+// sealRuns sets the UID seal of the runs that lack it, before the status write lists them.
+func (r *Reconciler) sealRuns(ctx context.Context, p *pass) error {
+	if r.opts.RecordKey == nil {
+		return nil
+	}
+	for _, run := range p.toSeal {
+		if err := r.sealRunUID(ctx, p.cwf, run); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lookupRun reads an active run the cache does not hold (yet) from the API server: only a NotFound (or a

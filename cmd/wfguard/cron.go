@@ -22,7 +22,7 @@ func withCronWorkflows(config *rest.Config, f *controllerFlags, opts controller.
 	cron, err := cronworkflow.New(config, cronworkflow.Options{
 		Namespace: opts.Namespace, InstanceID: opts.InstanceID, Workers: f.cronWorkers,
 		ValidateWorkflow: controller.ArgoValidator(argo), ResyncPeriod: opts.ResyncPeriod,
-		Logger: opts.Logger, Registry: opts.Registry, Observer: observer,
+		Logger: opts.Logger, Registry: opts.Registry, Observer: observer, RecordKey: opts.RecordKey,
 	})
 	if err != nil {
 		return nil, err

@@ -81,6 +81,7 @@ type reconciler struct {
 
 	mu     sync.Mutex
 	synced map[string]uint64 // key → the highest resourceVersion a pass completed on
+	passes map[string]int    // key → passes completed
 }
 
 func (r *reconciler) afterSync(key, resourceVersion string) {
@@ -91,6 +92,21 @@ func (r *reconciler) afterSync(key, resourceVersion string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.synced[key] = max(r.synced[key], rv)
+	r.passes[key]++
+}
+
+// passCount is how many passes of cwf's key have completed.
+func (r *reconciler) passCount(cwf *wfv1.CronWorkflow) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passes[cwf.Namespace+"/"+cwf.Name]
+}
+
+// passedAfter waits until a pass of cwf's key completes after the first n: with nothing else changing, the
+// pass that an event caused, which read the caches the event had reached.
+func (e *env) passedAfter(r *reconciler, cwf *wfv1.CronWorkflow, n int) {
+	e.t.Helper()
+	e.until(fmt.Sprintf("a pass of %s after the first %d", cwf.Name, n), func(context.Context) bool { return r.passCount(cwf) > n })
 }
 
 // synced waits until a pass of r completed on cwf or a later copy.
@@ -110,11 +126,11 @@ func (e *env) synced(r *reconciler, cwf *wfv1.CronWorkflow) {
 // startReconciler runs a cron reconciler for the namespace on the env's fake clock until stop or the test's end.
 func (e *env) startReconciler() *reconciler {
 	e.t.Helper()
-	r := &reconciler{t: e.t, registry: prometheus.NewRegistry(), observer: &recordingObserver{}, synced: map[string]uint64{}}
+	r := &reconciler{t: e.t, registry: prometheus.NewRegistry(), observer: &recordingObserver{}, synced: map[string]uint64{}, passes: map[string]int{}}
 	var err error
 	r.Reconciler, err = cronworkflow.New(cp.Config(), cronworkflow.Options{Namespace: e.Namespace, Workers: 2, Clock: e.clock,
 		Observer: r.observer, ValidateWorkflow: controller.ArgoValidator(e.Argo), Logger: harness.Logger(e.t), Registry: r.registry,
-		AfterSync: r.afterSync})
+		AfterSync: r.afterSync, RecordKey: harness.RecordKey})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -130,6 +146,12 @@ func (e *env) startReconciler() *reconciler {
 	r.stop = func() { once.Do(func() { cancel(); <-done }) }
 	e.t.Cleanup(r.stop)
 	return r
+}
+
+// ignored counts wfguard_cronworkflow_runs_ignored_total.
+func (r *reconciler) ignored() float64 {
+	r.t.Helper()
+	return harness.Metric(r.t, r.registry, "wfguard_cronworkflow_runs_ignored_total", nil)
 }
 
 // runs counts wfguard_cronworkflow_runs_total{outcome}.

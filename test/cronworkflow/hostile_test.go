@@ -1,6 +1,8 @@
 package cronworkflow_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -8,8 +10,10 @@ import (
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wfguard/wfguard/cronworkflow"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
@@ -47,4 +51,99 @@ func TestAMissedRunFromADateLongAgoIsDecidedAtOnce(t *testing.T) {
 		return c.Status.LastScheduledTime != nil && c.Status.LastScheduledTime.Time.Equal(missed)
 	})
 	e.armed(start.Add(time.Second), r)
+}
+
+// forger is a client for a user who may read CronWorkflows and create workflows in the env's namespace, as
+// a namespace's developers may: nothing lets them write a CronWorkflow or delete a workflow.
+func (e *env) forger(user string) versioned.Interface {
+	e.t.Helper()
+	return versioned.NewForConfigOrDie(harness.Grant(e.t, cp.Config(), e.Namespace, user,
+		rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"cronworkflows"}, Verbs: []string{"get"}}))
+}
+
+// poseAsRun creates, as forger, a workflow of template tmpl that names cwf as its controller and carries the
+// run label, as a run does; finishedAt, when set, makes it a completed run (the CRD has no status
+// subresource, so the creator writes the status too).
+func (e *env) poseAsRun(forger versioned.Interface, cwf *wfv1.CronWorkflow, name, tmpl string, finishedAt time.Time) {
+	e.t.Helper()
+	run := &wfv1.Workflow{}
+	run.Name = name
+	run.Labels = map[string]string{"workflows.argoproj.io/cron-workflow": cwf.Name}
+	run.OwnerReferences = []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "CronWorkflow", Name: cwf.Name, UID: cwf.UID,
+		Controller: ptr.To(true)}}
+	run.Spec = *cwf.Spec.WorkflowSpec.DeepCopy()
+	run.Spec.Entrypoint = tmpl
+	if !finishedAt.IsZero() {
+		run.Labels["workflows.argoproj.io/completed"] = "true"
+		run.Labels["workflows.argoproj.io/phase"] = string(wfv1.WorkflowSucceeded)
+		run.Status = wfv1.WorkflowStatus{Phase: wfv1.WorkflowSucceeded, StartedAt: metav1.NewTime(finishedAt.Add(-time.Minute)),
+			FinishedAt: metav1.NewTime(finishedAt)}
+	}
+	if _, err := forger.ArgoprojV1alpha1().Workflows(e.Namespace).Create(e.t.Context(), run, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating %s as the forger: %v", name, err)
+	}
+}
+
+// Issue #44 item 6: a run was recognised by a controller ownerReference anyone who may create a workflow
+// can write. A forged never-ending run blocked a Forbid CronWorkflow; forged finished runs made the history
+// pruning delete the real runs (a delete the forger is refused).
+func TestWorkflowsPosingAsRunsNeitherHoldForbidNorPushRealRunsOutOfHistory(t *testing.T) {
+	t.Run("a forged never-ending run does not hold a Forbid CronWorkflow", func(t *testing.T) {
+		e := newEnv(t)
+		defer e.release()
+		r := e.startReconciler()
+		cwf := e.createCron(cronManifest("forbid", "pass", "  concurrencyPolicy: Forbid"))
+		e.armed(minute(1), r)
+		e.synced(r, e.cron("forbid")) // quiet: the first pass's write and its echo are done
+		mallory := e.forger("mallory")
+		n := r.passCount(cwf)
+		e.poseAsRun(mallory, cwf, "forbid-1", "hold", time.Time{})
+		e.passedAfter(r, cwf, n) // the reconciler has seen it
+		e.tick(minute(1), r)
+		e.until("the tick decided", func(context.Context) bool { return r.runs("forbidden")+r.runs("created") > 0 })
+		if got := r.runs("forbidden"); got != 0 {
+			t.Fatalf("wfguard_cronworkflow_runs_total{outcome=forbidden} = %v, want 0: the forged run held the schedule", got)
+		}
+		e.waitRunPhase(runName("forbid", minute(1)), wfv1.WorkflowSucceeded)
+		if active := activeNames(e.cron("forbid")); slices.Contains(active, "forbid-1") {
+			t.Errorf("status.active = %v lists the forged run", active)
+		}
+		if got := r.ignored(); got != 1 {
+			t.Errorf("wfguard_cronworkflow_runs_ignored_total = %v, want 1", got)
+		}
+		e.waitEvent("forbid", cronworkflow.ReasonRunIgnored)
+	})
+	t.Run("forged finished runs do not push the real runs out of the history", func(t *testing.T) {
+		e := newEnv(t)
+		r := e.startReconciler()
+		cwf := e.createCron(cronManifest("kept", "pass", "  successfulJobsHistoryLimit: 2"))
+		real := []string{runName("kept", minute(1)), runName("kept", minute(2))}
+		e.tick(minute(1), r)
+		e.waitRunPhase(real[0], wfv1.WorkflowSucceeded)
+		e.untilCron("kept", "counted the first run", func(c *wfv1.CronWorkflow) bool { return c.Status.Succeeded == 1 })
+		// Finished "later" than any real run, so they would be the ones kept.
+		mallory := e.forger("mallory")
+		e.synced(r, e.cron("kept"))
+		future := time.Now().Add(24 * time.Hour)
+		for i, name := range []string{"kept-forged-a", "kept-forged-b"} {
+			n := r.passCount(cwf)
+			e.poseAsRun(mallory, cwf, name, "pass", future.Add(time.Duration(i)*time.Minute))
+			e.passedAfter(r, cwf, n) // the reconciler has seen it
+		}
+		e.tick(minute(2), r)
+		e.waitRunPhase(real[1], wfv1.WorkflowSucceeded)
+		counted := e.untilCron("kept", "counted the second run", func(c *wfv1.CronWorkflow) bool { return c.Status.Succeeded == 2 && len(c.Status.Active) == 0 })
+		e.synced(r, counted) // a pass from that copy on is over, its pruning included
+		if got := e.runNames("kept"); !slices.Contains(got, real[0]) || !slices.Contains(got, real[1]) {
+			t.Errorf("runs = %v, want both real runs %v kept", got, real)
+		}
+		if got := harness.Metric(t, r.registry, "wfguard_cronworkflow_runs_pruned_total", nil); got != 0 {
+			t.Errorf("wfguard_cronworkflow_runs_pruned_total = %v, want 0", got)
+		}
+		if got := r.ignored(); got != 2 {
+			t.Errorf("wfguard_cronworkflow_runs_ignored_total = %v, want 2", got)
+		}
+		e.waitEvent("kept", cronworkflow.ReasonRunIgnored)
+	})
 }
