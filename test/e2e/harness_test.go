@@ -6,12 +6,9 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"go.uber.org/goleak"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -165,27 +162,4 @@ func (e *env) withT(t *testing.T) *env {
 	c := *e
 	c.t, c.Workflows = t, e.Workflows.WithT(t)
 	return &c
-}
-
-// grant binds user to a Role of rules in the namespace and returns a config impersonating user, once the
-// authorizer (which sees a new binding through its own cache) allows the first rule's first verb.
-func (e *env) grant(user string, rules ...rbacv1.PolicyRule) *rest.Config {
-	e.t.Helper()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
-	if _, err := e.Kube.RbacV1().Roles(e.Namespace).Create(e.t.Context(), role, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("creating the role of %s: %v", user, err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user, APIGroup: rbacv1.GroupName}}}
-	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(e.t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("binding the role of %s: %v", user, err)
-	}
-	config := harness.As(cp.Config(), user, nil, nil)
-	first := rules[0]
-	if err := controlplanetest.WaitAuthorized(e.t.Context(), config, authorizationv1.ResourceAttributes{
-		Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: first.Resources[0], Namespace: e.Namespace}); err != nil {
-		e.t.Fatalf("waiting until %s may %s %s: %v", user, first.Verbs[0], first.Resources[0], err)
-	}
-	return config
 }

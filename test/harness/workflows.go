@@ -358,6 +358,29 @@ func AsServiceAccount(config *rest.Config, ns, sa string, extra map[string][]str
 	return As(config, "system:serviceaccount:"+ns+":"+sa, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, extra)
 }
 
+// Grant binds user to a Role of rules in the namespace and returns config impersonating user, once the
+// authorizer (which sees a new binding through its own cache) allows the first rule's first verb.
+func (w *Workflows) Grant(config *rest.Config, user string, rules ...rbacv1.PolicyRule) *rest.Config {
+	w.T.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	if _, err := w.Kube.RbacV1().Roles(w.Namespace).Create(w.T.Context(), role, metav1.CreateOptions{}); err != nil {
+		w.T.Fatalf("creating the role of %s: %v", user, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user, APIGroup: rbacv1.GroupName}}}
+	if _, err := w.Kube.RbacV1().RoleBindings(w.Namespace).Create(w.T.Context(), binding, metav1.CreateOptions{}); err != nil {
+		w.T.Fatalf("binding the role of %s: %v", user, err)
+	}
+	impersonating := As(config, user, nil, nil)
+	first := rules[0]
+	if err := controlplanetest.WaitAuthorized(w.T.Context(), impersonating, authorizationv1.ResourceAttributes{
+		Verb: first.Verbs[0], Group: first.APIGroups[0], Resource: first.Resources[0], Namespace: w.Namespace}); err != nil {
+		w.T.Fatalf("waiting until %s may %s %s: %v", user, first.Verbs[0], first.Resources[0], err)
+	}
+	return impersonating
+}
+
 // BindExecutorRole installs config/rbac's executor ClusterRole and binds it to ServiceAccount default of
 // namespace ns, as an install does for each workflow namespace, and waits until the binding is in force.
 func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
