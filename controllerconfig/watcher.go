@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// ReasonConfigMapInvalid is the Warning Event on the ConfigMap when an edit cannot be parsed.
+// ReasonConfigMapInvalid is the Warning Event on the ConfigMap when a version of it cannot be parsed.
 const ReasonConfigMapInvalid = "ConfigMapInvalid"
 
 // Options configure a Watcher.
@@ -39,17 +39,24 @@ type Options struct {
 
 // Watcher keeps the configuration of one ConfigMap current: every valid version replaces the config in
 // force, an invalid one leaves the last valid config in force, a deleted ConfigMap brings back the defaults.
+// At start there is no last valid config: WaitForSync fails on an invalid ConfigMap (as argo's controller
+// exits), since the defaults would drop what it sets, instanceID (the fence between controllers) included.
 type Watcher struct {
-	opts     Options
-	log      *slog.Logger
-	metrics  *metrics
-	informer cache.SharedIndexInformer
-	current  atomic.Pointer[config.Config]
+	opts         Options
+	log          *slog.Logger
+	metrics      *metrics
+	informer     cache.SharedIndexInformer
+	registration cache.ResourceEventHandlerRegistration
+	current      atomic.Pointer[config.Config]
 
 	mu          sync.Mutex
 	subscribers []func(*config.Config)
 	reported    map[string]bool // unsupported keys already logged
 	lastInvalid string          // the last invalid version reported (resourceVersion and data), "" after a valid one
+	// inForce: a config came into force, from a valid version, a deletion, or (at sync) the ConfigMap's
+	// absence. Until then an invalid version is startErr, and read errors are the start's.
+	inForce  bool
+	startErr error
 }
 
 // NewWatcher builds a Watcher; Run starts it. Until the first version is read the config is empty.
@@ -73,11 +80,17 @@ func NewWatcher(opts Options) (*Watcher, error) {
 	w := &Watcher{opts: opts, log: opts.Log.With("configmap", opts.Namespace+"/"+opts.Name), metrics: m, reported: map[string]bool{}}
 	w.current.Store(&config.Config{})
 	w.informer = cache.NewSharedIndexInformer(w.listWatch(), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := w.informer.SetWatchErrorHandlerWithContext(w.readFailed); err != nil {
+		return nil, fmt.Errorf("setting the controller ConfigMap's read error handler: %w", err)
+	}
+	// Synced through this registration, not the informer: the informer syncs when its store holds the
+	// ConfigMap, before the handler has put its config in force.
+	w.registration, err = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.load(obj) },
 		UpdateFunc: func(_, obj any) { w.load(obj) },
 		DeleteFunc: func(any) { w.reset() },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("adding the controller ConfigMap handler: %w", err)
 	}
 	return w, nil
@@ -113,16 +126,24 @@ func (w *Watcher) Run(ctx context.Context) {
 	w.informer.RunWithContext(ctx)
 }
 
-// WaitForSync blocks until the ConfigMap (or its absence) was read, or ctx ends.
+// WaitForSync blocks until the ConfigMap was read and its config is in force (the defaults when it does
+// not exist), or ctx ends. Read errors are retried meanwhile (logged): an error is never taken for an
+// absent ConfigMap. It fails when the ConfigMap exists but no version read so far is valid.
 func (w *Watcher) WaitForSync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.registration.HasSynced) {
 		return fmt.Errorf("reading the controller ConfigMap %s/%s: %w", w.opts.Namespace, w.opts.Name, ctx.Err())
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.startErr != nil {
+		return w.startErr
+	}
+	w.inForce = true // the version read, or the defaults of an absent ConfigMap
 	return nil
 }
 
-// HasSynced reports whether the ConfigMap (or its absence) was read.
-func (w *Watcher) HasSynced() bool { return w.informer.HasSynced() }
+// HasSynced reports whether the ConfigMap (or its absence) was read and its config is in force.
+func (w *Watcher) HasSynced() bool { return w.registration.HasSynced() }
 
 // Current is the config in force. Shared: do not modify it.
 func (w *Watcher) Current() *config.Config { return w.current.Load() }
@@ -147,6 +168,7 @@ func (w *Watcher) load(obj any) {
 	}
 	w.mu.Lock()
 	w.lastInvalid = ""
+	w.inForce, w.startErr = true, nil
 	w.mu.Unlock()
 	w.metrics.loads.WithLabelValues(resultValid).Inc()
 	w.log.Info("controller config in force", "resourceVersion", cm.ResourceVersion)
@@ -154,25 +176,48 @@ func (w *Watcher) load(obj any) {
 	w.publish(cfg)
 }
 
-// refuse keeps the config in force and says why the new version was not taken, once per version.
+// refuse keeps the config in force and says why the new version was not taken, once per version. Before
+// any config is in force it makes the start fail instead.
 func (w *Watcher) refuse(cm *corev1.ConfigMap, err error) {
 	version := fmt.Sprint(cm.ResourceVersion, cm.Data) // fmt prints maps sorted
 	w.mu.Lock()
 	seen := w.lastInvalid == version
 	w.lastInvalid = version
 	recorder := w.opts.Recorder
+	consequence := "the last valid config stays in force"
+	if !w.inForce {
+		consequence = "the controller does not start with it"
+		w.startErr = fmt.Errorf("the controller ConfigMap %s/%s is invalid, so the controller does not start (argo's does not either; "+
+			"fix it, or delete it to run with the defaults): %w", cm.Namespace, cm.Name, err)
+	}
 	w.mu.Unlock()
 	if seen {
 		return
 	}
 	w.metrics.loads.WithLabelValues(resultInvalid).Inc()
-	w.log.Error("controller ConfigMap is invalid; the last valid config stays in force", "resourceVersion", cm.ResourceVersion, "err", err)
+	w.log.Error("controller ConfigMap is invalid; "+consequence, "resourceVersion", cm.ResourceVersion, "err", err)
 	if recorder != nil {
-		recorder.Eventf(cm, corev1.EventTypeWarning, ReasonConfigMapInvalid, "%v; the last valid config stays in force", err)
+		recorder.Eventf(cm, corev1.EventTypeWarning, ReasonConfigMapInvalid, "%v; %s", err, consequence)
 	}
 }
 
+// readFailed reports an error reading or watching the ConfigMap; the informer retries with backoff. Until
+// a config is in force it is logged at error level, since the controller waits for it to start.
+func (w *Watcher) readFailed(ctx context.Context, r *cache.Reflector, err error) {
+	w.mu.Lock()
+	inForce := w.inForce
+	w.mu.Unlock()
+	if inForce {
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+		return
+	}
+	w.log.Error("cannot read the controller ConfigMap; retrying, and not starting until it is read", "err", err)
+}
+
 func (w *Watcher) reset() {
+	w.mu.Lock()
+	w.inForce, w.startErr = true, nil
+	w.mu.Unlock()
 	w.metrics.loads.WithLabelValues(resultDeleted).Inc()
 	w.log.Warn("controller ConfigMap deleted; the defaults are in force")
 	w.publish(&config.Config{})

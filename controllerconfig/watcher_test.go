@@ -3,6 +3,7 @@ package controllerconfig
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,8 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -38,7 +42,8 @@ func (s *syncBuffer) String() string {
 }
 
 // TestWatcher: a valid version comes into force and is announced; an invalid edit keeps it, with one
-// Warning Event and a metric; an unsupported key is logged once; a deletion brings back the defaults.
+// Warning Event and a metric; an unsupported key is logged once; a deletion (also of an invalid version)
+// brings back the defaults.
 func TestWatcher(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	kube := fake.NewClientset(configMap(map[string]string{"parallelism": "2", "navColor": "red"}))
@@ -94,10 +99,86 @@ func TestWatcher(t *testing.T) {
 		t.Errorf("unsupported keys gauge = %v, want 1", got)
 	}
 
+	// Invalid, then deleted: the deletion, not the invalid version, decides (the defaults).
+	update(map[string]string{"parallelism": "oops again"})
+	select {
+	case <-recorder.Events:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no ConfigMapInvalid event for the second invalid edit")
+	}
+	if w.Current().Parallelism != 5 {
+		t.Errorf("parallelism after a second invalid edit = %d, want the last valid 5", w.Current().Parallelism)
+	}
 	if err := kube.CoreV1().ConfigMaps("argo").Delete(ctx, DefaultName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := (<-changes).Parallelism; got != 0 {
 		t.Errorf("parallelism after deletion = %d, want the default 0", got)
+	}
+}
+
+// TestWatcherAtStart: at start there is no last valid config to keep, so an invalid ConfigMap fails the
+// start instead of running with the defaults (no instanceID: every instance's workflows); a read error is
+// retried, never taken for an absent ConfigMap; a valid version is in force when WaitForSync returns.
+func TestWatcherAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		sentence       string
+		objects        []runtime.Object
+		failedReads    int
+		wantErr        []string
+		wantInstanceID string
+		wantLog        string
+	}{
+		{sentence: "an invalid ConfigMap fails the start, naming itself and the parse error",
+			objects: []runtime.Object{configMap(map[string]string{"instanceID": "a", "workflowDefaults": "metadata: [unclosed\nspec: {}\n"})},
+			wantErr: []string{"the controller ConfigMap argo/workflow-controller-configmap is invalid", "does not start", "yaml"},
+			wantLog: "the controller does not start with it"},
+		{sentence: "a valid ConfigMap's instanceID is in force when WaitForSync returns",
+			objects: []runtime.Object{configMap(map[string]string{"instanceID": "a"})}, wantInstanceID: "a"},
+		{sentence: "an absent ConfigMap starts with the defaults"},
+		{sentence: "failed reads are logged and retried, never taken for an absent ConfigMap",
+			objects: []runtime.Object{configMap(map[string]string{"instanceID": "a"})}, failedReads: 2, wantInstanceID: "a",
+			wantLog: "cannot read the controller ConfigMap; retrying, and not starting until it is read"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			kube := fake.NewClientset(tc.objects...)
+			failures := tc.failedReads
+			kube.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if failures == 0 {
+					return false, nil, nil
+				}
+				failures--
+				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+			})
+			var logs syncBuffer
+			w, err := NewWatcher(Options{Kube: kube, Namespace: "argo", Log: slog.New(slog.NewTextHandler(&logs, nil)), Recorder: record.NewFakeRecorder(10)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); w.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			waitCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+			defer stop()
+			err = w.WaitForSync(waitCtx)
+			switch {
+			case len(tc.wantErr) == 0 && err != nil:
+				t.Fatalf("WaitForSync = %v, want the start to go on", err)
+			case len(tc.wantErr) > 0 && err == nil:
+				t.Fatalf("WaitForSync succeeded with instanceID %q in force, want an error", w.Current().InstanceID)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("WaitForSync = %q, want it to say %q", err, want)
+				}
+			}
+			if err == nil && w.Current().InstanceID != tc.wantInstanceID {
+				t.Errorf("instanceID in force = %q, want %q", w.Current().InstanceID, tc.wantInstanceID)
+			}
+			if !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("the log lacks %q:\n%s", tc.wantLog, logs.String())
+			}
+		})
 	}
 }

@@ -87,7 +87,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"content type of requests for Kubernetes' own kinds (pods, events, ConfigMaps...): "+runtime.ContentTypeProtobuf+" or "+runtime.ContentTypeJSON+" (argo's custom resources are always JSON)")
 	fs.StringVar(&f.executorImage, "executor-image", "", "argoexec image for the init and wait containers (overrides the ConfigMap's executor.image; default "+podspec.DefaultExecutorImage+")")
 	fs.StringVar(&f.instanceID, "instanceid", "", "only handle workflows labelled workflows.argoproj.io/controller-instanceid=<id> (overrides the ConfigMap's instanceID)")
-	fs.StringVar(&f.configMap, "configmap", controllerconfig.DefaultName, "name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo)")
+	fs.StringVar(&f.configMap, "configmap", controllerconfig.DefaultName,
+		"name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo); missing is the defaults, invalid at start stops the start")
 	fs.StringVar(&f.recordKeySecret, "record-key-secret", provenance.DefaultSecretName,
 		"Secret in the controller's namespace ($NAMESPACE, default argo) holding the key that seals the controller's records (created when missing); \"\" records unsealed and trusts records anyone who may update a workflow can forge")
 	fs.BoolVar(&f.leaderElect, "leader-elect", os.Getenv("LEADER_ELECTION_DISABLE") != "true", "elect a leader with a Lease (LEADER_ELECTION_DISABLE=true turns it off)")
@@ -339,8 +340,10 @@ func loadRecordKey(ctx context.Context, config *rest.Config, f *controllerFlags,
 	return key, nil
 }
 
-// watchControllerConfig starts watching argo's controller ConfigMap and waits for its first read (a
-// missing ConfigMap is the default config). The watch ends with ctx.
+// watchControllerConfig starts watching argo's controller ConfigMap and waits until its config is in force
+// (a missing ConfigMap is the default config; read errors are retried). An invalid ConfigMap is an error:
+// the defaults would drop its instanceID, and the controller would run every instance's workflows. The
+// watch ends with ctx.
 func watchControllerConfig(ctx context.Context, config *rest.Config, f *controllerFlags, registry prometheus.Registerer, log *slog.Logger) (*controllerconfig.Watcher, error) {
 	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))
 	if err != nil {

@@ -64,6 +64,7 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 		{"a content type the API server does not speak is named", []string{"controller", "--kube-api-content-type=application/yaml"}, 2,
 			`--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "application/yaml"`},
 		{"controller -h lists the content type", []string{"controller", "-h"}, 0, "-kube-api-content-type"},
+		{"controller -h says an invalid ConfigMap stops the start", []string{"controller", "-h"}, 0, "invalid at start stops the start"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +104,7 @@ func startController(t *testing.T, identity, namespace string, extra ...string) 
 	args := fmt.Sprintf("controller --kubeconfig=%s --namespaced --managed-namespace=%s --leader-election-namespace=%s "+
 		"--metrics-port=%d --health-port=%d --log-format=json %s", cp.Kubeconfig, namespace, namespace, metrics, health, strings.Join(extra, " "))
 	cmd := exec.Command(os.Args[0])
+	// The controller's own namespace (its ConfigMap's) is the one it manages, as in a namespaced install.
 	cmd.Env = append(os.Environ(), runMainEnv+"="+args, "LEADER_ELECTION_IDENTITY="+identity, "NAMESPACE="+namespace)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -3,6 +3,7 @@ package controllerconfig_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,12 +12,14 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controllerconfig"
+	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -285,4 +288,86 @@ func TestRetentionPolicyDeletesTheOldestCompletedWorkflows(t *testing.T) {
 		}
 		return len(list.Items) == 1 && list.Items[0].Status.Phase == wfv1.WorkflowSucceeded, nil
 	})
+}
+
+// Defaults the API server refuses on every write end each new workflow Error as its submitter stored it,
+// with a SpecError condition and a Warning Event saying so (I10: nothing the controller merges in may wedge
+// a workflow with no phase); once the defaults are fixed, the next workflow runs. The submitter may only
+// create and get workflows: nothing it can do would end the workflow.
+func TestWorkflowDefaultsThatMakeAWorkflowUnstorableEndItErrorAsStored(t *testing.T) {
+	oneStepOf := func(param int) string {
+		return `
+metadata: {generateName: submitted-}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: p, value: "` + strings.Repeat("p", param) + `"}]}
+  templates:
+  - {name: main, container: {image: alpine, command: ["true"]}}
+`
+	}
+	for _, tc := range []struct {
+		sentence string
+		defaults string // workflowDefaults
+		param    int    // bytes of the submitted workflow's one parameter
+		reason   string // the Warning Event
+		cause    string // what the message quotes of the API server's refusal
+	}{
+		{"a 300 KiB default annotation is over the API server's limit on a workflow's annotations",
+			"metadata: {annotations: {big: " + strings.Repeat("a", 300<<10) + "}}", 1, controller.ReasonStatusInvalid, "metadata.annotations: Too long"},
+		{"a 950 KiB default pod annotation takes a 700 KiB workflow over etcd's request limit",
+			"spec: {podMetadata: {annotations: {big: " + strings.Repeat("a", 950<<10) + "}}}", 700 << 10, controller.ReasonStatusTooLarge, "too large"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			e := start(t, "workflowDefaults:\n  "+tc.defaults+"\n", simnode.Script{})
+			alice := harness.NewWorkflows(t, e.Grant(cp.Config(), "alice",
+				rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group}, Resources: []string{"workflows"}, Verbs: []string{"create", "get"}}), e.Namespace)
+
+			wf := alice.Submit(oneStepOf(tc.param))
+			done := e.WaitFor(wf.Name, "completed", timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+			msg := done.Status.Message
+			if done.Status.Phase != wfv1.WorkflowError || !strings.HasPrefix(msg, "workflow cannot be stored with the metadata and spec the controller merged into it") ||
+				!strings.Contains(msg, tc.cause) || len(msg) > 1024 {
+				t.Errorf("phase = %s %q, want Error saying the merged defaults make it unstorable (%s), bounded", done.Status.Phase, msg, tc.cause)
+			}
+			if _, merged := done.Annotations["big"]; merged || done.Spec.PodMetadata != nil || len(done.Spec.Arguments.Parameters[0].Value.String()) != tc.param {
+				t.Errorf("the workflow was not stored as submitted: default annotation %v, podMetadata %v", merged, done.Spec.PodMetadata != nil)
+			}
+			if done.Labels[common.LabelKeyCompleted] != "true" || done.Labels[common.LabelKeyPhase] != string(wfv1.WorkflowError) {
+				t.Errorf("labels = %v, want argo's completed and phase labels", done.Labels)
+			}
+			if c := conditionOf(done, controller.ConditionUnstorable); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+				t.Errorf("condition %s = %+v, want True with the workflow's message", controller.ConditionUnstorable, c)
+			}
+			if got := harness.Messages(e.WaitEvent("", wf.Name, tc.reason)); len(got) == 0 || got[0] != msg {
+				t.Errorf("Warning Event %s = %q, want the workflow's message", tc.reason, got)
+			}
+			e.waitFor("released every pod of the workflow", func(context.Context) (bool, error) {
+				for _, pod := range e.pods(wf.Name) {
+					if slices.Contains(pod.Finalizers, podfinalizer.Finalizer) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+
+			e.writeConfig("workflowDefaults: {metadata: {annotations: {team: fixed}}}\n", false)
+			e.waitFor("took the fixed defaults", func(context.Context) (bool, error) {
+				d := e.watcher.Current().WorkflowDefaults
+				return d != nil && d.Annotations["team"] == "fixed", nil
+			})
+			next := e.waitPhase(alice.Submit(oneStepOf(1)).Name, wfv1.WorkflowSucceeded)
+			if next.Annotations["team"] != "fixed" {
+				t.Errorf("the next workflow's annotations = %v, want the fixed default team=fixed", next.Annotations)
+			}
+		})
+	}
+}
+
+func conditionOf(wf *wfv1.Workflow, t wfv1.ConditionType) *wfv1.Condition {
+	for i := range wf.Status.Conditions {
+		if wf.Status.Conditions[i].Type == t {
+			return &wf.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ import (
 // object, annotations and status included, is theirs to write.
 func (e *env) editor(user string) versioned.Interface {
 	e.t.Helper()
-	return versioned.NewForConfigOrDie(e.grant(user, rbacv1.PolicyRule{
+	return versioned.NewForConfigOrDie(e.Grant(cp.Config(), user, rbacv1.PolicyRule{
 		APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"get", "update"}}))
 }
 

@@ -218,7 +218,7 @@ func TestADelayedPodGCDeletesACompletedPodThatLeftTheCacheWhileItsWorkflowRuns(t
 // not, so a pod's own ServiceAccount cannot label itself.
 func grantPodPatch(t *testing.T, e *env, user string) kubernetes.Interface {
 	t.Helper()
-	return kubernetes.NewForConfigOrDie(e.grant(user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch", "get"}}))
+	return kubernetes.NewForConfigOrDie(e.Grant(cp.Config(), user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch", "get"}}))
 }
 
 const labelCompleted = `{"metadata":{"labels":{"workflows.argoproj.io/completed":"true"}}}`

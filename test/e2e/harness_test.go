@@ -8,10 +8,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -182,11 +180,4 @@ func (e *env) withT(t *testing.T) *env {
 	c := *e
 	c.t, c.Workflows = t, e.Workflows.WithT(t)
 	return &c
-}
-
-// grant binds user to a Role of rules in the namespace and returns a config impersonating user, once the
-// authorizer (which sees a new binding through its own cache) allows the first rule's first verb.
-func (e *env) grant(user string, rules ...rbacv1.PolicyRule) *rest.Config {
-	e.t.Helper()
-	return harness.Grant(e.t, cp.Config(), e.Namespace, user, rules...)
 }

@@ -331,7 +331,7 @@ func TestAWorkflowResubmittedMidRetryInheritsNeitherTheCleanupNorTheRecord(t *te
 		t.Fatal(err)
 	}
 	// bob may read and create workflows in the namespace, as a user of argo's CLI; nothing else.
-	e.grant("bob", rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group}, Resources: []string{"workflows"}, Verbs: []string{"create", "get"}})
+	e.Grant(cp.Config(), "bob", rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group}, Resources: []string{"workflows"}, Verbs: []string{"create", "get"}})
 	name := e.argoClient("--as", "bob", "resubmit", source.Name)
 	copied, err := workflows.Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {

@@ -108,8 +108,11 @@ spec:
 					t.Errorf("node %s is still %s in an ended workflow", n.Name, n.Phase)
 				}
 			}
-			if got := harness.Messages(e.WaitEvent("", wf.Name, controller.ReasonStatusTooLarge)); len(got) == 0 || !strings.Contains(got[0], "cannot be stored") {
-				t.Errorf("Warning Event %s = %q", controller.ReasonStatusTooLarge, got)
+			if c := done.Status.Conditions; len(c) != 1 || c[0].Type != controller.ConditionUnstorable || c[0].Status != metav1.ConditionTrue || c[0].Message != done.Status.Message {
+				t.Errorf("conditions = %+v, want %s True with the workflow's message", c, controller.ConditionUnstorable)
+			}
+			if got := harness.Messages(e.WaitEvent("", wf.Name, controller.ReasonStatusTooLarge)); len(got) == 0 || got[0] != done.Status.Message {
+				t.Errorf("Warning Event %s = %q, want the workflow's message", controller.ReasonStatusTooLarge, got)
 			}
 			if got := harness.Messages(e.WaitEvent("", wf.Name, "WorkflowFailed")); len(got) == 0 || got[0] != done.Status.Message {
 				t.Errorf("argo's WorkflowFailed Event = %q, want the workflow's message", got)

@@ -382,6 +382,12 @@ func Grant(t testing.TB, config *rest.Config, ns, user string, rules ...rbacv1.P
 	return as
 }
 
+// Grant is Grant in the Workflows' namespace.
+func (w *Workflows) Grant(config *rest.Config, user string, rules ...rbacv1.PolicyRule) *rest.Config {
+	w.T.Helper()
+	return Grant(w.T, config, w.Namespace, user, rules...)
+}
+
 // BindExecutorRole installs config/rbac's executor ClusterRole and binds it to ServiceAccount default of
 // namespace ns, as an install does for each workflow namespace, and waits until the binding is in force.
 func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
