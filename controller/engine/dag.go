@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,8 +95,12 @@ func (r *dagRun) sweep(ctx context.Context) (progressed bool, end *wfv1.NodeStat
 // non-nil end or err ends the DAG's pass with them.
 func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatus, err error) {
 	p, name := r.p, r.node.Name+"."+t.Name
-	if seen, ok := p.peekNode(name); ok && fulfilled(&seen) && (!daemonedRetry(&seen) || r.revisited[name]) || !r.runs[t.Name] {
+	seen, ok := p.peekNode(name)
+	if ok && fulfilled(&seen) && (!daemonedRetry(&seen) || r.revisited[name]) || !r.runs[t.Name] {
 		return nil, nil
+	}
+	if !ok && p.budgetSpent() {
+		return nil, nil // a later pass starts it
 	}
 	existing := p.node(name)
 	if daemonedRetry(existing) {
@@ -242,8 +245,7 @@ func (r *dagRun) start(ctx context.Context, name string, t, resolved *wfv1.DAGTa
 	child, err := r.e.executeTemplate(ctx, p, name, t.Name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline},
 		resolved.Arguments, r.node.ID, r.tmplJSON, execOpts{})
 	if err != nil {
-		var api *apiError
-		if errors.As(err, &api) {
+		if abortsPass(err) {
 			return nil, err
 		}
 		if child == nil {
@@ -363,8 +365,7 @@ func (e *Engine) dagLifecycleHooksDone(ctx context.Context, p *Pass, dagNode *wf
 // hookError handles a failed hook: a transient API error retries the pass; anything else errors the DAG,
 // naming task's exit handler, or with a lifecycle hook's own error (task ""), which names the hook.
 func (e *Engine) hookError(p *Pass, dagNode *wfv1.NodeStatus, task string, err error) (*wfv1.NodeStatus, error) {
-	var api *apiError
-	if errors.As(err, &api) {
+	if abortsPass(err) {
 		return nil, err
 	}
 	if task == "" {
@@ -606,6 +607,9 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 // executeIteration runs one iteration of a task loop under its group, honouring the iteration's `when`.
 func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *wfv1.NodeStatus, childName, iterName string,
 	x *wfv1.DAGTask, tmplJSON string) (*wfv1.NodeStatus, error) {
+	if _, exists := p.peekNode(childName); !exists && p.budgetSpent() {
+		return nil, nil // a later pass starts it
+	}
 	if p.node(childName) == nil {
 		proceed, err := evalWhen(x.When)
 		if err != nil || !proceed {
@@ -621,8 +625,7 @@ func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *
 	}
 	child, err := e.executeTemplate(ctx, p, childName, iterName, templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
 	if err != nil {
-		var api *apiError
-		if errors.As(err, &api) {
+		if abortsPass(err) {
 			return nil, err
 		}
 		msg := fmt.Sprintf("task '%s' errored: %v", childName, err)

@@ -304,7 +304,7 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	}
 	hooksDone, err := e.workflowHooksDone(ctx, p, p.node(wf.Name))
 	if err != nil {
-		return err // transient: the pass is persisted and retried with backoff
+		return e.endOnRecursion(p, err) // else transient: the pass is persisted and retried with backoff
 	}
 	root := p.node(wf.Name)
 	if root == nil || !fulfilled(root) || !hooksDone {
@@ -461,19 +461,26 @@ type execOpts struct {
 // parent reads outputs.result.
 func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, args wfv1.Arguments,
 	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
-	if n := p.node(nodeName); n != nil && fulfilled(n) && !daemonedRetry(n) {
-		return n, nil // a daemoned Retry node goes on: its attempt may end, and then it retries
+	existing, exists := p.peekNode(nodeName)
+	if exists && fulfilled(&existing) && !daemonedRetry(&existing) {
+		return p.node(nodeName), nil // a daemoned Retry node goes on: its attempt may end, and then it retries
+	}
+	if err := passCancelled(ctx, nodeName); err != nil {
+		return nil, err
+	}
+	if !exists && p.budgetSpent() {
+		return nil, nil // started by a later pass, like a node parallelism holds back
 	}
 	p.depth++
 	defer func() { p.depth-- }()
 	if p.depth > MaxTemplateDepth {
-		msg := fmt.Sprintf("Maximum recursion depth exceeded (%d nested templates)", MaxTemplateDepth)
-		if n := p.node(nodeName); n != nil {
-			return p.markPhase(n, wfv1.NodeError, msg), nil
+		rec := &recursionError{node: nodeName}
+		if exists {
+			return p.markPhase(p.node(nodeName), wfv1.NodeError, rec.Error()), rec
 		}
-		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, call.templateName(), boundaryID, wfv1.NodeError, msg)
+		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, call.templateName(), boundaryID, wfv1.NodeError, rec.Error())
 		p.Events = append(p.Events, nodeEvent(n))
-		return n, nil
+		return n, rec
 	}
 	if n, ok := p.peekNode(nodeName); ok && n.Type == wfv1.NodeTypePod && waitingForOldPod(&n) {
 		// Its pod was never created: build it again below (same node ID) and retry the create, keeping

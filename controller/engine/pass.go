@@ -46,6 +46,8 @@ type Pass struct {
 	Metrics []custommetrics.Emission
 	// depth is the template nesting of the current executeTemplate call (recursion guard).
 	depth int
+	// created counts the nodes this pass created (MaxNodesPerPass).
+	created int
 	// requeueAt is the earliest time a timer (suspend duration, deadline) needs another pass.
 	requeueAt time.Time
 	// extraGlobals override {{workflow.*}} variables while an exit handler runs (workflow.status, ...).
@@ -208,6 +210,7 @@ func (p *Pass) newNode(name, displayName string, typ wfv1.NodeType, tmplName, bo
 		n.FinishedAt = p.now()
 	}
 	p.setNode(n)
+	p.created++
 	return n
 }
 

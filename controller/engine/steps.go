@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -190,6 +189,10 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 			continue
 		}
 		resolved := run.resolved
+		if child == nil && p.budgetSpent() {
+			allFulfilled = false // a later pass starts it
+			continue
+		}
 		if child == nil {
 			proceed, err := evalWhen(resolved.When)
 			if err != nil {
@@ -206,8 +209,7 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 		}
 		child, err := e.executeTemplate(ctx, p, childName, run.name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
 		if err != nil {
-			var api *apiError
-			if errors.As(err, &api) {
+			if abortsPass(err) {
 				return err
 			}
 			if child != nil {
@@ -279,8 +281,7 @@ func (e *Engine) stepLifecycleHooksDone(ctx context.Context, p *Pass, run stepRu
 // stepGroupHookError ends a group whose step's hook could not run: a transient API error retries the
 // pass; anything else errors the group, naming the exit handler when it was one (argo's wording).
 func stepGroupHookError(p *Pass, sg *wfv1.NodeStatus, err error, exitHandler string) error {
-	var api *apiError
-	if errors.As(err, &api) {
+	if abortsPass(err) {
 		return err
 	}
 	msg := err.Error()

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 )
@@ -24,8 +23,7 @@ func (e *Engine) workflowHooksDone(ctx context.Context, p *Pass, root *wfv1.Node
 	for _, name := range names {
 		hookDone, err := e.runWorkflowHook(ctx, p, name, root)
 		if err != nil {
-			var api *apiError
-			if errors.As(err, &api) {
+			if abortsPass(err) {
 				return false, err
 			}
 			p.markPhase(p.node(root.Name), wfv1.NodeError, err.Error())

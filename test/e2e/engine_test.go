@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
@@ -431,37 +432,60 @@ spec:
 	}
 }
 
-func TestUnboundedRecursionErrorsInsteadOfCrashingTheController(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	wf := e.Submit(`
+// Issue #44 item 2: a steps group that calls its own template twice expanded a depth-100 binary tree in one
+// pass, holding a worker for ever (the depth check errored only the deepest node and its siblings went on).
+// Every shape of unbounded recursion now ends its workflow Error at the depth, in one pass, as argo ends it.
+func TestUnboundedRecursionEndsItsWorkflowAtTheDepthWhileOthersRun(t *testing.T) {
+	e := newEnv(t, envOptions{workers: 2})
+	bombs := map[string]string{
+		"recurse": `
 metadata: {name: recurse}
 spec:
   entrypoint: main
   templates:
   - name: main
     steps: [[{name: again, template: main}]]
-`)
-	done := e.WaitCompleted(wf.Name)
-	if done.Status.Phase != wfv1.WorkflowFailed {
-		t.Fatalf("phase = %s: %s", done.Status.Phase, done.Status.Message)
-	}
-	found := false
-	for _, n := range done.Status.Nodes {
-		found = found || strings.HasPrefix(n.Message, "Maximum recursion depth exceeded")
-	}
-	if !found {
-		t.Errorf("no node says the recursion limit was hit")
-	}
-	// The controller survived and still serves.
-	ok := e.Submit(`
-metadata: {name: after-recursion}
+`,
+		"bomb": `
+metadata: {name: bomb}
 spec:
   entrypoint: main
   templates:
   - name: main
+    steps: [[{name: a, template: main}, {name: b, template: main}]]
+`,
+		"dag-bomb": `
+metadata: {name: dag-bomb}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag: {tasks: [{name: a, template: main}, {name: b, template: main}]}
+`,
+	}
+	for _, m := range bombs {
+		e.Submit(m)
+	}
+	ok := e.Submit(`
+metadata: {name: beside-recursion}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: one, template: work}], [{name: two, template: work}]]
+  - name: work
     container: {image: alpine, command: ["true"]}`)
+	for name := range bombs {
+		done := e.WaitCompleted(name)
+		if done.Status.Phase != wfv1.WorkflowError || !strings.Contains(done.Status.Message, "Maximum recursion depth exceeded (100 nested templates)") {
+			t.Errorf("%s = %s %q, want Error at the recursion depth", name, done.Status.Phase, done.Status.Message)
+		}
+		if n := len(done.Status.Nodes); n > 5*engine.MaxTemplateDepth {
+			t.Errorf("%s has %d nodes: its expansion went on past the first path to the depth", name, n)
+		}
+	}
 	if got := e.WaitCompleted(ok.Name); got.Status.Phase != wfv1.WorkflowSucceeded {
-		t.Errorf("a workflow after the recursive one ended %s", got.Status.Phase)
+		t.Errorf("the workflow beside the recursive ones ended %s", got.Status.Phase)
 	}
 }
 
