@@ -107,7 +107,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	switch {
 	case err != nil:
-		return 0, c.reconcileUndecodable(ctx, u, completed, err)
+		return 0, c.reconcileUndecodable(ctx, key, u, completed, err)
 	case completed:
 		return c.reconcileCompleted(ctx, key, u, wf, ext)
 	}

@@ -22,8 +22,9 @@ const ReasonWorkflowNodesRefused = "WorkflowNodesRefused"
 
 // reconcileUndecodable is the flow of a workflow that cannot be decoded. No room in the inflate budget is
 // transient: the error retries the pass with backoff. Otherwise refused nodes are reported, a running
-// workflow is failed, and a completed one's pods are released by owner, since nothing will ever capture them.
-func (c *Controller) reconcileUndecodable(ctx context.Context, u *unstructured.Unstructured, completed bool, err error) error {
+// workflow is failed, and a completed one's pods are released by owner, since nothing will ever capture them,
+// and its pending actions get their outcome.
+func (c *Controller) reconcileUndecodable(ctx context.Context, key string, u *unstructured.Unstructured, completed bool, err error) error {
 	if errors.Is(err, extstatus.ErrInflateBudget) {
 		return err
 	}
@@ -31,7 +32,15 @@ func (c *Controller) reconcileUndecodable(ctx context.Context, u *unstructured.U
 	if !completed {
 		return c.failUndecodable(ctx, u, err)
 	}
-	return c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
+	released := c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
+	wf, ext, decodeErr := extstatus.WithoutNodes(u)
+	if decodeErr != nil { // not even without its nodes: its identity and phase still settle its actions
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		wf = &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()},
+			Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowPhase(phase)}}
+		ext = extstatus.Extensions{}
+	}
+	return errors.Join(released, c.drainer.SettleUnreadable(ctx, key, wf, ext.AppliedActions, err))
 }
 
 // reportRefused records a refusal of u's compressed nodes, once per version of u: the Inflater refuses the
