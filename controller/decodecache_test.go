@@ -2,8 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"runtime"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/internal/zipbomb"
 )
 
 // runningWorkflow is a cache copy of a running workflow with n pod nodes, at resourceVersion rv.
@@ -290,7 +289,7 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 	c10, _ := completedWorkflow(t, "c", 200, "10", true)
 	plain, _ := completedWorkflow(t, "p", 200, "10", false)
 	refused, _ := completedWorkflow(t, "r", 1, "10", false)
-	_ = unstructured.SetNestedField(refused.Object, bombNodes(t), "status", "compressedNodes")
+	_ = unstructured.SetNestedField(refused.Object, zipbomb.CompressedNodes(64<<20, 0), "status", "compressedNodes")
 	unstructured.RemoveNestedField(refused.Object, "status", "nodes")
 	for _, tc := range []struct {
 		sentence string
@@ -353,18 +352,4 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 			}
 		})
 	}
-}
-
-// bombNodes is status.compressedNodes stating 64 MiB of nodes in ~64 KiB of gzip (a run of one byte).
-func bombNodes(t *testing.T) string {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write([]byte(`{"x":{"id":"x","name":"x","type":"Pod","message":"`))
-	_, _ = zw.Write(bytes.Repeat([]byte("a"), 64<<20))
-	_, _ = zw.Write([]byte(`"}}`))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }

@@ -1,8 +1,6 @@
 package extstatus
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -19,25 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-// bomb is status.compressedNodes holding one node whose message is n bytes of 'a': valid nodes JSON that
-// gzip shrinks about 1,000:1, written without holding the n bytes.
-func bomb(t testing.TB, n int) string {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write([]byte(`{"bomb":{"id":"bomb","name":"bomb","type":"Pod","message":"`))
-	chunk := bytes.Repeat([]byte("a"), 1<<20)
-	for left := n; left > 0; left -= len(chunk) {
-		_, _ = zw.Write(chunk[:min(left, len(chunk))])
-	}
-	_, _ = zw.Write([]byte(`"}}`))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
-}
+	"github.com/wfguard/wfguard/internal/zipbomb"
+)
 
 // stating rewrites the size compressed's gzip trailer states (its CRC is left as it was).
 func stating(t testing.TB, compressed string, size int) string {
@@ -88,9 +70,9 @@ func TestAnInflaterReadsLegitimateNodesAndRefusesBombs(t *testing.T) {
 	if got := InflatedSize(fanOut) / gzipLen(t, fanOut); got*4 > DefaultInflateRatio {
 		t.Fatalf("10,000 nodes compress %d:1, within four times of the bound %d:1: the bound leaves no margin", got, DefaultInflateRatio)
 	}
-	truthful := bomb(t, 8<<20)                                              // ~8 KiB of gzip stating 8 MiB
+	truthful := zipbomb.CompressedNodes(8<<20, 0)                           // ~8 KiB of gzip stating 8 MiB
 	limit := DefaultInflateFloor + DefaultInflateRatio*gzipLen(t, truthful) // ~2.6 MiB
-	lying := stating(t, truthful, limit)                                    // claims exactly what is allowed
+	lying := zipbomb.CompressedNodes(8<<20, limit)                          // claims exactly what is allowed
 	for _, tc := range []struct {
 		sentence   string
 		max        int
@@ -102,7 +84,7 @@ func TestAnInflaterReadsLegitimateNodesAndRefusesBombs(t *testing.T) {
 	}{
 		{"the nodes of a 10,000-node fan-out inflate", 0, fanOut, 10000, InflateInflated, "",
 			func(n int) bool { return n == InflatedSize(fanOut) }},
-		{"a tiny input far over the ratio inflates under the floor", 0, bomb(t, 100<<10), 1, InflateInflated, "",
+		{"a tiny input far over the ratio inflates under the floor", 0, zipbomb.CompressedNodes(100<<10, 0), 1, InflateInflated, "",
 			func(n int) bool { return n > 100<<10 }},
 		{"a 1000:1 bomb whose trailer tells the truth is refused unread", 0, truthful, 0, InflateOverRatio, "over the",
 			func(n int) bool { return n == 0 }},
@@ -144,8 +126,8 @@ func TestAnInflaterReadsLegitimateNodesAndRefusesBombs(t *testing.T) {
 }
 
 func TestTheSameFailingBytesAreNeverInflatedTwice(t *testing.T) {
-	truthful := bomb(t, 8<<20)
-	lying := stating(t, truthful, DefaultInflateFloor)
+	truthful := zipbomb.CompressedNodes(8<<20, 0)
+	lying := zipbomb.CompressedNodes(8<<20, DefaultInflateFloor)
 	notNodes := file.CompressEncodeString(`{"a": 1}`)
 	for _, tc := range []struct {
 		sentence   string
