@@ -287,6 +287,18 @@ func (d *Drainer) SettleCompleted(ctx context.Context, key string, wf *wfv1.Work
 	return nil, errors.Join(errs...)
 }
 
+// SettleUnreadable is SettleCompleted for a completed workflow whose nodes cannot be read (why), wf decoded
+// without them: a Retry, which needs them, fails InvalidNodeTree instead of being returned. One Retry per
+// call: its outcome's update event brings the next pass.
+func (d *Drainer) SettleUnreadable(ctx context.Context, key string, wf *wfv1.Workflow, records []extstatus.AppliedAction, why error) error {
+	retry, err := d.SettleCompleted(ctx, key, wf, records)
+	if retry == nil {
+		return err
+	}
+	out := failed(ReasonInvalidNodeTree, "cannot retry %s: its nodes cannot be read: %v", wf.Name, why)
+	return errors.Join(err, outcomeErr(d.writeOutcome(ctx, retry, out)))
+}
+
 // ApplyToCompleted applies a Retry to a completed workflow in memory. Applied, it is recorded write-ahead
 // in ext.AppliedActions like a drained action, and the caller persists the pass and then Reports; refused,
 // nothing changed, so its outcome is written at once and applied is false.

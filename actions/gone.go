@@ -65,7 +65,9 @@ func (d *Drainer) KeepGone(obj any) {
 	if len(recs) == 0 && mirror == "" {
 		return
 	}
-	wf, ext, err := extstatus.FromUnstructured(u)
+	// Without its nodes: the records and the workflow's identity are all a report needs, and this runs in the
+	// informer's handler, where inflating a hostile status.compressedNodes would hold every event behind it.
+	wf, ext, err := extstatus.WithoutNodes(u)
 	if err != nil || len(ext.AppliedActions) == 0 {
 		return // undecodable: its actions fail WorkflowNotFound, as they would have
 	}

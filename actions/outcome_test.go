@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -362,4 +363,41 @@ func drainerOverServer(t *testing.T, a *v1alpha1.WorkflowAction) (*Drainer, *act
 	d := &Drainer{Client: client, Actions: idx, FieldManager: "wfguard", Clock: clocktesting.NewFakePassiveClock(t0),
 		Log: slog.New(slog.DiscardHandler), Metrics: m, Recorder: &eventLog{}}
 	return d, srv, idx
+}
+
+func TestActionsOfACompletedWorkflowWhoseNodesCannotBeReadGetTheirOutcome(t *testing.T) {
+	why := errors.New("reading status.compressedNodes of workflow ns/w: refused: too much")
+	unreadable := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-uid"},
+		Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowSucceeded}}
+	for _, tc := range []struct {
+		sentence string
+		action   string
+		recorded bool
+		phase    v1alpha1.ActionPhase
+		reason   string
+		message  string // substring
+	}{
+		{"a Suspend fails as for any completed workflow", v1alpha1.ActionSuspend, false, v1alpha1.PhaseFailed, ReasonWorkflowCompleted, "already Succeeded"},
+		{"a Retry, which needs the nodes, fails saying why they cannot be read", v1alpha1.ActionRetry, false, v1alpha1.PhaseFailed, ReasonInvalidNodeTree,
+			"its nodes cannot be read: reading status.compressedNodes"},
+		{"a recorded action gets its recorded outcome", v1alpha1.ActionStop, true, v1alpha1.PhaseSucceeded, ReasonApplied, "stopped"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			a := action("act", tc.action, t0, "")
+			d, srv, _ := drainerOverServer(t, a)
+			var records []extstatus.AppliedAction
+			if tc.recorded {
+				records = []extstatus.AppliedAction{{UID: a.UID, Name: a.Name, Outcome: string(v1alpha1.PhaseSucceeded), Reason: ReasonApplied, Message: "stopped"}}
+			}
+			if err := d.SettleUnreadable(context.Background(), "ns/w", unreadable, records, why); err != nil {
+				t.Fatal(err)
+			}
+			srv.mu.Lock()
+			got := srv.stored.Status
+			srv.mu.Unlock()
+			if got.Phase != tc.phase || got.Reason != tc.reason || !strings.Contains(got.Message, tc.message) {
+				t.Errorf("outcome %s/%s %q, want %s/%s saying %q", got.Phase, got.Reason, got.Message, tc.phase, tc.reason, tc.message)
+			}
+		})
+	}
 }

@@ -123,6 +123,10 @@ type Options struct {
 	Hooks Hooks
 	// ArgoMetrics, when set, hears what argo's own metric names report (argometrics); nil reports nothing.
 	ArgoMetrics ArgoMetrics
+	// Inflate bounds reading status.compressedNodes (zero fields: extstatus's defaults): one Inflater for every
+	// decoding of the controller, so its budget is the process's. Observe is the controller's metrics; Clock
+	// defaults to Clock.
+	Inflate extstatus.InflaterConfig
 }
 
 // Hooks are called around each reconcile of a key.
@@ -192,6 +196,12 @@ type Controller struct {
 	demand passdemand.Ledger
 
 	decodes decodeCache // each running workflow's cache copy, decoded once per resourceVersion
+	// completed keeps the decodings of completed workflows whose nodes are compressed.
+	completed completedDecodes
+	// inflater reads every status.compressedNodes of the controller.
+	inflater *extstatus.Inflater
+	// refusals remembers the workflow versions whose refused nodes were reported.
+	refusals reportonce.Keys
 }
 
 var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
@@ -206,6 +216,7 @@ func New(config *rest.Config, opts Options) (*Controller, error) {
 	for _, build := range []func() error{
 		func() error { return c.buildClients(config) },
 		c.buildMetrics,
+		c.buildDecoding,
 		c.buildQueue,
 		c.buildInformers,
 		c.buildRecorder,
@@ -283,6 +294,19 @@ func (c *Controller) buildMetrics() error {
 	if c.metrics, err = newMetrics(c.opts.Registry); err != nil {
 		return fmt.Errorf("registering the controller's metrics: %w", err)
 	}
+	return nil
+}
+
+// buildDecoding builds the Inflater every decoding of the controller goes through, and the caches of decodings.
+func (c *Controller) buildDecoding() error {
+	cfg := c.opts.Inflate
+	cfg.Observe = c.metrics.observeInflation
+	if cfg.Clock == nil {
+		cfg.Clock = c.clock
+	}
+	c.inflater = extstatus.NewInflater(cfg)
+	c.decodes.inflater = c.inflater
+	c.completed.inflater = c.inflater
 	return nil
 }
 
@@ -640,7 +664,7 @@ func (c *Controller) restoreLocks() {
 		if !ok || u.GetLabels()[common.LabelKeyCompleted] == "true" {
 			continue
 		}
-		wf, _, err := extstatus.FromUnstructured(u)
+		wf, _, err := c.inflater.FromUnstructured(u)
 		if err != nil {
 			continue // the undecodable-workflow path fails it
 		}

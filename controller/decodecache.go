@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"container/list"
 	"maps"
 	"reflect"
 	"slices"
@@ -38,8 +39,9 @@ func newDecoded(resourceVersion string, wf *wfv1.Workflow, ext extstatus.Extensi
 // times per resourceVersion (every pod and result event), and the JSON round trips of decoding were the
 // largest cost of a pass.
 type decodeCache struct {
-	mu    sync.Mutex
-	byKey map[string]*decoded
+	inflater *extstatus.Inflater // nil: extstatus's default
+	mu       sync.Mutex
+	byKey    map[string]*decoded
 }
 
 // decode returns a pass's own copy of u's workflow and extensions, and the shared decoding they came from.
@@ -48,7 +50,7 @@ func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Wo
 	e := d.byKey[key]
 	d.mu.Unlock()
 	if e == nil || e.uid != u.GetUID() || e.resourceVersion != u.GetResourceVersion() {
-		wf, ext, err := extstatus.FromUnstructured(u)
+		wf, ext, err := d.inflater.FromUnstructured(u)
 		if err != nil {
 			return nil, ext, nil, err
 		}
@@ -80,6 +82,104 @@ func (d *decodeCache) forget(key string) {
 	d.mu.Lock()
 	delete(d.byKey, key)
 	d.mu.Unlock()
+}
+
+// defaultCompletedDecodeBudget bounds the decodings completedDecodes keeps: bytes of their nodes JSON.
+const defaultCompletedDecodeBudget = 64 << 20
+
+// completedDecodes keeps, per (UID, resourceVersion), the decoding of completed workflows whose nodes are
+// stored compressed, least recently used out first past its budget. A completed workflow is passed again
+// for every action naming it, pod event and resync; inflating a 10,000-node fan-out each time cost more
+// than the pass. Plain nodes cost only a JSON round trip and are not kept: decodings of the 10,000
+// completed workflows of docs/performance.md's memory scenario would double what their cache holds.
+type completedDecodes struct {
+	inflater *extstatus.Inflater // nil: extstatus's default
+	budget   int                 // bytes of nodes JSON; 0: defaultCompletedDecodeBudget
+
+	mu    sync.Mutex
+	used  int
+	byKey map[string]*list.Element // of *completedDecoding
+	lru   list.List                // most recently used first
+}
+
+type completedDecoding struct {
+	key             string
+	uid             types.UID
+	resourceVersion string
+	wf              *wfv1.Workflow
+	ext             extstatus.Extensions
+	size            int // its nodes JSON
+}
+
+// decode returns u's workflow and extensions, shared with the later passes of the same version: the caller
+// copies what it changes.
+func (d *completedDecodes) decode(key string, u *unstructured.Unstructured) (*wfv1.Workflow, extstatus.Extensions, error) {
+	if e := d.get(key, u); e != nil {
+		return e.wf, e.ext, nil
+	}
+	wf, ext, err := d.inflater.FromUnstructured(u)
+	if err != nil {
+		return nil, ext, err
+	}
+	if compressed, _, _ := unstructured.NestedString(u.Object, "status", "compressedNodes"); compressed != "" {
+		d.put(&completedDecoding{key: key, uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), wf: wf, ext: ext,
+			size: extstatus.InflatedSize(compressed)})
+	}
+	return wf, ext, nil
+}
+
+func (d *completedDecodes) get(key string, u *unstructured.Unstructured) *completedDecoding {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	el := d.byKey[key]
+	if el == nil {
+		return nil
+	}
+	e := el.Value.(*completedDecoding)
+	if e.uid != u.GetUID() || e.resourceVersion != u.GetResourceVersion() {
+		d.remove(el)
+		return nil
+	}
+	d.lru.MoveToFront(el)
+	return e
+}
+
+func (d *completedDecodes) put(e *completedDecoding) {
+	budget := d.budget
+	if budget <= 0 {
+		budget = defaultCompletedDecodeBudget
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if el := d.byKey[e.key]; el != nil {
+		d.remove(el)
+	}
+	if e.size > budget {
+		return
+	}
+	if d.byKey == nil {
+		d.byKey = map[string]*list.Element{}
+	}
+	d.byKey[e.key] = d.lru.PushFront(e)
+	d.used += e.size
+	for d.used > budget {
+		d.remove(d.lru.Back())
+	}
+}
+
+// forget drops a key: its workflow runs again or is gone.
+func (d *completedDecodes) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if el := d.byKey[key]; el != nil {
+		d.remove(el)
+	}
+}
+
+func (d *completedDecodes) remove(el *list.Element) {
+	e := d.lru.Remove(el).(*completedDecoding)
+	delete(d.byKey, e.key)
+	d.used -= e.size
 }
 
 func copyExtensions(ext extstatus.Extensions) extstatus.Extensions {

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/internal/zipbomb"
 )
 
 // runningWorkflow is a cache copy of a running workflow with n pod nodes, at resourceVersion rv.
@@ -246,5 +250,106 @@ func BenchmarkTheHeapADecodedWorkflowKeeps(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/workflows, "heapB/workflow")
 		runtime.KeepAlive(&d)
+	}
+}
+
+// completedWorkflow is a cache copy of a completed workflow of n pod nodes at resourceVersion rv, its nodes
+// stored compressed when compressed is set, and its nodes JSON's size.
+func completedWorkflow(t *testing.T, name string, n int, rv string, compressed bool) (*unstructured.Unstructured, int) {
+	t.Helper()
+	u := runningWorkflow(t, n, rv)
+	u.SetName(name)
+	u.SetUID(types.UID(name + "-uid"))
+	_ = unstructured.SetNestedField(u.Object, string(wfv1.WorkflowSucceeded), "status", "phase")
+	if !compressed {
+		return u, 0
+	}
+	fitted, _, err := extstatus.Fit(u, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed, _, _ := unstructured.NestedString(fitted.Object, "status", "compressedNodes")
+	return fitted, extstatus.InflatedSize(packed)
+}
+
+func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABudget(t *testing.T) {
+	reads := func(d *completedDecodes, steps func(decode func(key string, u *unstructured.Unstructured))) []string {
+		var got []string
+		d.inflater = extstatus.NewInflater(extstatus.InflaterConfig{Observe: func(i extstatus.Inflation) { got = append(got, i.Outcome) }})
+		steps(func(key string, u *unstructured.Unstructured) {
+			if _, _, err := d.decode(key, u); err != nil && !errors.As(err, new(*extstatus.RefusedError)) {
+				t.Fatal(err)
+			}
+		})
+		return got
+	}
+	a10, size := completedWorkflow(t, "a", 200, "10", true)
+	a11, _ := completedWorkflow(t, "a", 200, "11", true)
+	b10, _ := completedWorkflow(t, "b", 200, "10", true)
+	c10, _ := completedWorkflow(t, "c", 200, "10", true)
+	plain, _ := completedWorkflow(t, "p", 200, "10", false)
+	refused, _ := completedWorkflow(t, "r", 1, "10", false)
+	_ = unstructured.SetNestedField(refused.Object, zipbomb.CompressedNodes(64<<20, 0), "status", "compressedNodes")
+	unstructured.RemoveNestedField(refused.Object, "status", "nodes")
+	for _, tc := range []struct {
+		sentence string
+		budget   int
+		steps    func(decode func(key string, u *unstructured.Unstructured))
+		want     []string
+		kept     []string
+	}{
+		{"the same version is inflated once", 0, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/a", a10)
+			decode("ns/a", a10)
+			decode("ns/a", a10)
+		}, []string{"inflated"}, []string{"ns/a"}},
+		{"a new version is inflated again and replaces the old", 0, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/a", a10)
+			decode("ns/a", a11)
+			decode("ns/a", a11)
+		}, []string{"inflated", "inflated"}, []string{"ns/a"}},
+		{"plain nodes are not kept: nothing is inflated", 0, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/p", plain)
+			decode("ns/p", plain)
+		}, nil, nil},
+		{"refused nodes are not kept, and not read again", 0, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/r", refused)
+			decode("ns/r", refused)
+		}, []string{"over_ratio", "failed_before"}, nil},
+		{"past the budget the least recently used goes first", 2 * size, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/a", a10)
+			decode("ns/b", b10)
+			decode("ns/a", a10) // a is now the most recent
+			decode("ns/c", c10) // b goes
+			decode("ns/a", a10)
+			decode("ns/b", b10)
+		}, []string{"inflated", "inflated", "inflated", "inflated"}, []string{"ns/b", "ns/a"}},
+		{"a decoding larger than the whole budget is not kept", size - 1, func(decode func(string, *unstructured.Unstructured)) {
+			decode("ns/a", a10)
+			decode("ns/a", a10)
+		}, []string{"inflated", "inflated"}, nil},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			d := &completedDecodes{budget: tc.budget}
+			if got := reads(d, tc.steps); !slices.Equal(got, tc.want) {
+				t.Errorf("reads %v, want %v", got, tc.want)
+			}
+			var kept []string
+			used := 0
+			for el := d.lru.Front(); el != nil; el = el.Next() {
+				e := el.Value.(*completedDecoding)
+				kept = append(kept, e.key)
+				used += e.size
+			}
+			if !slices.Equal(kept, tc.kept) || used != d.used || len(d.byKey) != len(kept) {
+				t.Errorf("kept %v (%d bytes, %d keys), want %v (most recent first); used %d", kept, used, len(d.byKey), tc.kept, d.used)
+			}
+			for _, key := range kept {
+				d.forget(key)
+			}
+			if d.used != 0 || d.lru.Len() != 0 {
+				t.Errorf("after forgetting every key: %d bytes, %d entries", d.used, d.lru.Len())
+			}
+		})
 	}
 }

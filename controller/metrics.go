@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wfguard/wfguard/extstatus"
 )
 
 // Label values.
@@ -34,6 +36,13 @@ type metrics struct {
 	completed         *prometheus.CounterVec
 	ignoredPods       *prometheus.CounterVec
 	completedRestored prometheus.Counter
+	// compressedReads counts reads of status.compressedNodes by the controller's Inflater, by outcome (the
+	// extstatus.Inflate* constants); inflatedBytes what they decompressed.
+	compressedReads *prometheus.CounterVec
+	inflatedBytes   prometheus.Counter
+	// nodesRefused counts workflow versions whose compressed nodes were refused, by reason
+	// (extstatus.InflateOverRatio, InflateOverSize, InflateSizeMismatch).
+	nodesRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -60,14 +69,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
 		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
 			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
+		compressedReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_reads_total",
+			Help: "Reads of a workflow's status.compressedNodes no cached decoding answered, by outcome: inflated, over_ratio, over_size (refused by the size the gzip trailer states, nothing inflated), size_mismatch (refused one byte past the size the trailer states), corrupt, failed_before (the same bytes failed before: refused unread), budget_full (no room in the inflate budget in time: the pass is retried)."}, []string{"outcome"}),
+		inflatedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_inflated_bytes_total",
+			Help: "Bytes decompressed reading status.compressedNodes, whatever the outcome."}),
+		nodesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_nodes_refused_total",
+			Help: "Workflow versions (UID and resourceVersion) whose status.compressedNodes was refused, counted once each with the WorkflowNodesRefused Event, by reason (over_ratio, over_size, size_mismatch)."}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
-		m.ignoredPods, m.completedRestored} {
+		m.ignoredPods, m.completedRestored, m.compressedReads, m.inflatedBytes, m.nodesRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// observeInflation is the controller's Inflater's observer.
+func (m *metrics) observeInflation(i extstatus.Inflation) {
+	m.compressedReads.WithLabelValues(i.Outcome).Inc()
+	m.inflatedBytes.Add(float64(i.Inflated))
 }
 
 // registerCachedPods registers wfguard_pods_cached, the size of the pod cache, read at each scrape: it

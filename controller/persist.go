@@ -102,7 +102,7 @@ func (c *Controller) reapply(ctx context.Context, p *pass, next []byte) (persist
 		if err != nil {
 			return dropped, fmt.Errorf("re-reading workflow %s after a conflict: %w", p.key, err)
 		}
-		if err := extstatus.InflateUnstructured(latest); err != nil {
+		if err := c.inflater.InflateUnstructured(latest); err != nil {
 			return dropped, err
 		}
 		if latest.GetUID() != p.WF.UID {

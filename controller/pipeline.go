@@ -100,16 +100,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	)
 	if completed {
 		c.decodes.forget(key)
-		wf, ext, err = extstatus.FromUnstructured(u)
+		wf, ext, err = c.completed.decode(key, u)
 	} else {
+		c.completed.forget(key)
 		wf, ext, loaded, err = c.decodes.decode(key, u)
 	}
 	switch {
-	case err != nil && completed:
-		// Failed as undecodable: nothing will ever capture its pods, so their finalizers go.
-		return 0, c.releaser.ReleaseByOwner(ctx, podidentity.Owner{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()})
 	case err != nil:
-		return 0, c.failUndecodable(ctx, u, err)
+		return 0, c.reconcileUndecodable(ctx, key, u, completed, err)
 	case completed:
 		return c.reconcileCompleted(ctx, key, u, wf, ext)
 	}
@@ -124,6 +122,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // pods' finalizers go.
 func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.decodes.forget(key)
+	c.completed.forget(key)
 	c.demand.Forget(key)
 	c.closeWindow(key)
 	c.results.SetWaiting(key, 0)
@@ -134,7 +133,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 
 // reconcileCompleted is the flow of a completed workflow, which only a Retry writes again: actions that
 // arrived late get their outcome, a Retry runs it again (retryCompleted), finalizers a failed release left behind go, and podGC and ttlStrategy
-// resume (also after a restart).
+// resume (also after a restart). wf and ext may be shared with later passes (completedDecodes): read-only.
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	c.throttle.Remove(key)
@@ -426,27 +425,4 @@ func (c *Controller) emitCustomMetrics(p *pass) {
 			c.log.Warn("custom metric not recorded", "workflow", p.key, "err", err)
 		}
 	}
-}
-
-// failUndecodable fails a workflow whose object argo's types cannot read, keeping the object otherwise intact.
-func (c *Controller) failUndecodable(ctx context.Context, u *unstructured.Unstructured, decodeErr error) error {
-	u = u.DeepCopy()
-	msg := fmt.Sprintf("cannot unmarshall spec: %v", decodeErr) // argo's wording
-	_ = unstructured.SetNestedField(u.Object, string(wfv1.WorkflowFailed), "status", "phase")
-	_ = unstructured.SetNestedField(u.Object, msg, "status", "message")
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[common.LabelKeyCompleted] = "true"
-	labels[common.LabelKeyPhase] = string(wfv1.WorkflowFailed)
-	u.SetLabels(labels)
-	updated, err := c.dynamic.Resource(workflowsResource).Namespace(u.GetNamespace()).Update(ctx, u, updateOptions)
-	if err != nil {
-		return fmt.Errorf("failing undecodable workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	c.recordWrite(updated)
-	c.recorder.Event(updated, corev1.EventTypeWarning, engine.ReasonWorkflowInvalid, msg)
-	c.log.Warn("failed an undecodable workflow", "workflow", u.GetNamespace()+"/"+u.GetName(), "err", decodeErr)
-	return nil
 }

@@ -38,12 +38,13 @@ const DefaultRetryCleanupTimeout = 5 * time.Minute
 // record go in one write, then the action's outcome is reported. A refused Retry changes nothing; its
 // outcome is written and the remaining actions are settled on the next pass.
 func (c *Controller) retryCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions, a *v1alpha1.WorkflowAction) (time.Duration, error) {
-	// A completed workflow is not in the decode cache; the pass gets wf and ext, the base their copies.
+	// A completed workflow is not in the running decode cache; wf and ext may be shared with later passes
+	// (completedDecodes): the base and the pass each get their own copies.
 	loaded, err := newDecoded(u.GetResourceVersion(), wf.DeepCopy(), copyExtensions(ext))
 	if err != nil {
 		return 0, err
 	}
-	p := c.newPass(key, loaded, wf, ext)
+	p := c.newPass(key, loaded, wf.DeepCopy(), copyExtensions(ext))
 	applied, err := c.drainer.ApplyToCompleted(ctx, key, p.WF, p.Ext, a, p.Now)
 	if !applied {
 		return retrySoon, err

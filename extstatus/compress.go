@@ -19,9 +19,6 @@ import (
 // default --max-request-bytes (1.5 MiB) so the rest of the request and its encoding overhead still fit.
 const DefaultMaxWorkflowSize = 1 << 20
 
-// maxInflatedNodes bounds the decompressed nodes JSON, so a hostile compressedNodes cannot exhaust memory.
-const maxInflatedNodes = 256 << 20
-
 // gzipWriters reuses compressors: a new gzip.Writer allocates about 800 KB of state, most of what each
 // write of a workflow over the size limit allocated (BenchmarkEncodingAChangedPassForAWrite in controller/).
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
@@ -30,18 +27,19 @@ var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) 
 var ErrTooLarge = errors.New("workflow is too large to store")
 
 // InflateNodes moves argo's status.compressedNodes (base64 of gzip of the nodes JSON) back into
-// status.nodes. Every reader of nodes goes through it (FromUnstructured calls it).
-func InflateNodes(wf *wfv1.Workflow) error {
+// status.nodes, through the package's default Inflater. Every reader of nodes goes through an Inflater
+// (FromUnstructured calls it).
+func InflateNodes(wf *wfv1.Workflow) error { return defaultInflater.InflateNodes(wf) }
+
+// InflateNodes is the package's InflateNodes within i's bounds.
+func (i *Inflater) InflateNodes(wf *wfv1.Workflow) error {
 	if wf.Status.CompressedNodes == "" {
 		return nil
 	}
 	if len(wf.Status.Nodes) == 0 {
-		data, err := inflate(wf.Status.CompressedNodes)
+		err := i.orDefault().inflate(wf.Status.CompressedNodes, func(data []byte) error { return json.Unmarshal(data, &wf.Status.Nodes) })
 		if err != nil {
-			return fmt.Errorf("decompressing status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
-		}
-		if err := json.Unmarshal(data, &wf.Status.Nodes); err != nil {
-			return fmt.Errorf("decoding status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+			return fmt.Errorf("reading status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 		}
 	}
 	wf.Status.CompressedNodes = ""
@@ -50,18 +48,20 @@ func InflateNodes(wf *wfv1.Workflow) error {
 
 // InflateUnstructured is InflateNodes for an object read from the API server as unstructured.
 func InflateUnstructured(u *unstructured.Unstructured) error {
+	return defaultInflater.InflateUnstructured(u)
+}
+
+// InflateUnstructured is the package's InflateUnstructured within i's bounds.
+func (i *Inflater) InflateUnstructured(u *unstructured.Unstructured) error {
 	compressed, _, _ := unstructured.NestedString(u.Object, "status", "compressedNodes")
 	if compressed == "" {
 		return nil
 	}
 	nodes, _, _ := unstructured.NestedMap(u.Object, "status", "nodes")
 	if len(nodes) == 0 {
-		data, err := inflate(compressed)
+		err := i.orDefault().inflate(compressed, func(data []byte) error { return json.Unmarshal(data, &nodes) })
 		if err != nil {
-			return fmt.Errorf("decompressing status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-		}
-		if err := json.Unmarshal(data, &nodes); err != nil {
-			return fmt.Errorf("decoding status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			return fmt.Errorf("reading status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
 		if err := unstructured.SetNestedMap(u.Object, nodes, "status", "nodes"); err != nil {
 			return err
@@ -94,18 +94,8 @@ func Fit(u *unstructured.Unstructured, limit int) (*unstructured.Unstructured, [
 	if err != nil {
 		return nil, nil, fmt.Errorf("compressing the nodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	// A shallow copy down to status: the nodes themselves are not modified.
-	out := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
-	for k, v := range u.Object {
-		out.Object[k] = v
-	}
-	status := map[string]any{}
-	for k, v := range u.Object["status"].(map[string]any) {
-		status[k] = v
-	}
-	delete(status, "nodes")
-	status["compressedNodes"] = packed
-	out.Object["status"] = status
+	out := withoutNodes(u)
+	out.Object["status"].(map[string]any)["compressedNodes"] = packed
 	compressed, err := out.MarshalJSON()
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
@@ -143,6 +133,24 @@ func tooLarge(compressed, uncompressed, limit int) error {
 		ErrTooLarge, compressed, uncompressed, limit)
 }
 
+// withoutNodes is a shallow copy of u down to status, without status.nodes and status.compressedNodes:
+// nothing of u is modified.
+func withoutNodes(u *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
+	for k, v := range u.Object {
+		out.Object[k] = v
+	}
+	status, _ := u.Object["status"].(map[string]any)
+	rest := make(map[string]any, len(status)+1)
+	for k, v := range status {
+		if k != "nodes" && k != "compressedNodes" {
+			rest[k] = v
+		}
+	}
+	out.Object["status"] = rest
+	return out
+}
+
 // compress is nodes as argo stores them in status.compressedNodes: base64 of gzip of their JSON.
 func compress(nodes any) (string, error) {
 	nodesJSON, err := json.Marshal(nodes)
@@ -162,25 +170,10 @@ func compress(nodes any) (string, error) {
 	if err := zw.Close(); err != nil {
 		return "", err
 	}
+	// Never store what the controller would refuse to read back: the workflow ends Error instead (I10).
+	if limit := defaultInflater.limit(buf.Len()); len(nodesJSON) > limit {
+		return "", fmt.Errorf("%w: its %d bytes of nodes compress to %d, more than the %d bytes that size may inflate to",
+			ErrTooLarge, len(nodesJSON), buf.Len(), limit)
+	}
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
-
-func inflate(s string) ([]byte, error) {
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = zr.Close() }()
-	data, err := io.ReadAll(io.LimitReader(zr, maxInflatedNodes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxInflatedNodes {
-		return nil, fmt.Errorf("more than %d bytes decompressed", maxInflatedNodes)
-	}
-	return data, nil
 }

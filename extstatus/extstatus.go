@@ -46,9 +46,20 @@ type AppliedAction struct {
 // fieldNames are the status keys Extensions owns.
 var fieldNames = []string{"shutdown", "shutdownMessage", "suspended", "appliedActions", "resultWaits", "retryCleanupSince"}
 
-// FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated. Unknown status fields other than ours are
-// dropped, as argo's own controller does.
+// FromUnstructured decodes a Workflow and its extensions, with compressed nodes inflated by the package's
+// default Inflater. Unknown status fields other than ours are dropped, as argo's own controller does.
 func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
+	return defaultInflater.FromUnstructured(u)
+}
+
+// WithoutNodes decodes u as FromUnstructured does, without status.nodes and status.compressedNodes: for a
+// reader that needs the workflow's metadata and wfguard's fields, not its nodes, and so inflates nothing.
+func WithoutNodes(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
+	return defaultInflater.FromUnstructured(withoutNodes(u))
+}
+
+// FromUnstructured is the package's FromUnstructured within i's bounds.
+func (i *Inflater) FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
 	var ext Extensions
 	data, err := u.MarshalJSON()
 	if err != nil {
@@ -58,7 +69,7 @@ func FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions,
 	if err := json.Unmarshal(data, wf); err != nil {
 		return nil, ext, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	if err := InflateNodes(wf); err != nil {
+	if err := i.InflateNodes(wf); err != nil {
 		return nil, ext, err
 	}
 	if ext, err = extensionsOf(u); err != nil {

@@ -22,15 +22,13 @@ import (
 	"github.com/wfguard/wfguard/test/harness"
 )
 
-// A fan-out whose nodes outgrow the size limit is stored compressed, as argo stores it, and runs to the end.
-func TestAFanOutOverTheSizeLimitRunsWithCompressedNodes(t *testing.T) {
-	// 60 iterations make ~30 KiB of nodes: over an 8 KiB limit, under it compressed.
-	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf), workers: 4, maxSize: 8 << 10})
+// bigFan is a fan-out of 60 iterations: ~30 KiB of nodes, over an 8 KiB limit, under it compressed.
+var bigFan = func() string {
 	var items []string
 	for i := range 60 {
 		items = append(items, fmt.Sprintf("item-%02d", i))
 	}
-	wf := e.Submit(`
+	return `
 metadata: {name: big-fan}
 spec:
   entrypoint: main
@@ -44,7 +42,13 @@ spec:
   - name: echo
     inputs: {parameters: [{name: v}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.v}}"]}
-`)
+`
+}()
+
+// A fan-out whose nodes outgrow the size limit is stored compressed, as argo stores it, and runs to the end.
+func TestAFanOutOverTheSizeLimitRunsWithCompressedNodes(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf), workers: 4, maxSize: 8 << 10})
+	wf := e.Submit(bigFan)
 	done := e.WaitFor(wf.Name, "completed", 180*time.Second, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))

@@ -1,0 +1,2 @@
+// Package zipbomb writes hostile status.compressedNodes for the tests of the bounds on inflating them.
+package zipbomb
