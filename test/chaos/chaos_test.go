@@ -101,9 +101,21 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	node := harness.StartNode(t, config, simnode.Options{Namespace: ns, Script: behaviour(seed), Seed: int64(seed)})
 	defer node.Stop()
 
-	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}, retryTargets: map[string]types.UID{}}
+	crons, err := startCrons(ctx, faulty, argo, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crons.stop()
+
+	p := plan{deps: map[string]map[string][]string{}, actionKinds: map[string]string{}, retryTargets: map[string]types.UID{}, bombs: map[string]bool{}}
 	s := &schedule{t: t, ctx: ctx, rnd: rnd, ns: ns, argo: argo, actions: actions, points: points, rec: rec, plan: &p, specs: map[string]*wfv1.Workflow{}}
 	s.run(n)
+	waitUntil(t, ctx, fmt.Sprintf("each CronWorkflow to start %d runs under the faults", cronRunsWanted), 2*time.Minute, func() (bool, string) {
+		return crons.started(ctx)
+	})
+	if err := crons.suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	// Everything the run started must end: actions terminal, workflows complete (a retried one finished
 	// again), finalizers released. Actions are listed first: once all are terminal no Retry can apply any
@@ -134,6 +146,19 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 		}
 		return len(running) == 0, "workflows " + strings.Join(running, " ")
 	})
+	waitUntil(t, ctx, "the CronWorkflows' history limits to be applied to their completed runs", time.Minute, func() (bool, string) {
+		wfList, err := argo.ArgoprojV1alpha1().Workflows(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var finals []*wfv1.Workflow
+		for i := range wfList.Items {
+			finals = append(finals, &wfList.Items[i])
+		}
+		over := cronHistoryOver(finals)
+		return len(over) == 0, fmt.Sprint(over)
+	})
+	crons.stop()
 	waitUntil(t, ctx, "no pod to hold the status finalizer (I5: within a sweep period)", 30*time.Second, func() (bool, string) {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -160,8 +185,11 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 	}
 	h := rec.snapshot()
 	violations := check(h, p, finals)
-	report, spurious := explain(decodedFinals(t, h, finals, seed))
+	versions, history, decoded, fates := decodedFinals(t, h, finals, seed)
+	report, spurious := explain(versions, history, withoutBombs(p, decoded), fates)
 	violations = append(violations, spurious...)
+	violations = append(violations, checkBombs(p, decoded)...)
+	violations = append(violations, checkCrons(h, decoded)...)
 
 	journal := injector.Journal()
 	t.Logf("run: %d workflows submitted, %d deleted (%d recreated), %d actions, %d controller restarts, %d worker pauses, %d API faults injected %s; final phases %v",
@@ -171,6 +199,7 @@ func TestWorkflowsUnderRandomFaultsKeepEveryInvariant(t *testing.T) {
 		t.Errorf("the schedule did not exercise every fault kind (injections %d, restarts %d, deletions %d, actions %d): the run proves less than it claims",
 			len(journal), loop.Restarts(), s.deleted, len(p.actionKinds))
 	}
+	t.Logf("hostile load: %d recursion bombs; CronWorkflow runs started: %s", len(p.bombs), cronCounts(versions))
 	retries := retryOutcomes(h, p)
 	t.Logf("retries: %d sent to a workflow completed Failed or Error, outcomes %v", s.retriesAtFailed, retries)
 	if s.retriesAtFailed > 0 && retries[wfactions.ReasonApplied] == 0 {
@@ -243,6 +272,9 @@ func (s *schedule) run(n int) {
 		s.specs[name] = wf
 		s.submit(wf)
 		s.names = append(s.names, name)
+		if i%10 == 5 {
+			s.submitBomb(fmt.Sprintf("bomb-%03d", i))
+		}
 		if i%3 != 2 {
 			continue
 		}
@@ -268,6 +300,16 @@ func (s *schedule) run(n int) {
 	if s.retriesAtFailed == 0 {
 		s.retryAFailedWorkflow()
 	}
+	if len(s.plan.bombs) == 0 {
+		s.submitBomb("bomb-last")
+	}
+}
+
+// submitBomb submits a recursion bomb, of a shape the seed picks. It is left out of names: the run's
+// actions and deletions go to the other workflows, whose outcomes the oracle judges.
+func (s *schedule) submitBomb(name string) {
+	s.submit(bombShapes[s.rnd.IntN(len(bombShapes))](name))
+	s.plan.bombs[name] = true
 }
 
 func (s *schedule) submit(wf *wfv1.Workflow) {

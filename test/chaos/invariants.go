@@ -27,6 +27,8 @@ type plan struct {
 	actionKinds map[string]string              // action name → Suspend, Resume, Stop, Terminate, Retry
 	// action name → UID of the workflow it was pinned to, seen completed Failed or Error when the Retry was sent
 	retryTargets map[string]types.UID
+	// bombs are the recursion bombs submitted (checkBombs judges them, the outcome oracle does not)
+	bombs map[string]bool
 }
 
 // violation is one broken invariant with the evidence.
