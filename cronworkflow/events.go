@@ -14,4 +14,6 @@ const (
 	ReasonSpecError = "SpecError"
 	// ReasonSubmissionError (Warning): a due run could not be created.
 	ReasonSubmissionError = "SubmissionError"
+	// ReasonStatusNotStored (Warning): the API server refuses the CronWorkflow's write for good.
+	ReasonStatusNotStored = "StatusNotStored"
 )

@@ -91,6 +91,8 @@ type Reconciler struct {
 
 	// ignoredRuns are the forged runs already reported.
 	ignoredRuns reportonce.Keys
+	// unstorable are the CronWorkflow versions whose refused write was reported.
+	unstorable reportonce.Keys
 }
 
 // New builds a Reconciler; Run starts it.

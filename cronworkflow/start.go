@@ -71,9 +71,15 @@ func (r *Reconciler) terminateActive(ctx context.Context, cwf *wfv1.CronWorkflow
 	client := r.argo.ArgoprojV1alpha1().Workflows(cwf.Namespace)
 	patch := []byte(`{"spec":{"shutdown":"` + string(wfv1.ShutdownStrategyTerminate) + `"}}`)
 	var names []string
+	trust := r.trustOf(cwf)
 	for _, ref := range cwf.Status.Active {
 		wf, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && (wf.UID != ref.UID || wf.Spec.Shutdown != "" || wf.Status.Fulfilled())) {
+			continue
+		}
+		if err == nil && (!ownedBy(wf, cwf) || trust.verdict(wf, r.createdHere(wf.UID)) == runForged) {
+			// Only a run is terminated: status.active is the CronWorkflow writer's to fill.
+			r.reportIgnoredActive(cwf, ref)
 			continue
 		}
 		if err != nil {

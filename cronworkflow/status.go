@@ -16,6 +16,9 @@ func validateSpec(cwf *wfv1.CronWorkflow) (schedules, error) {
 	if len(cwf.Name) > maxNameLength {
 		return nil, fmt.Errorf("cron workflow name %q must not be more than %d characters long (currently %d)", cwf.Name, maxNameLength, len(cwf.Name))
 	}
+	if n := len(cwf.Spec.Schedules); n > maxSchedules {
+		return nil, fmt.Errorf("%d schedules, more than the %d a CronWorkflow may have", n, maxSchedules)
+	}
 	parsed, err := parseSchedules(&cwf.Spec)
 	if err != nil {
 		return nil, err
@@ -28,6 +31,9 @@ func validateSpec(cwf *wfv1.CronWorkflow) (schedules, error) {
 	}
 	return parsed, nil
 }
+
+// maxSchedules bounds spec.schedules: every pass computes each one's ticks (argo sets no bound).
+const maxSchedules = 100
 
 // activeRef is the status.active entry for a run.
 func activeRef(wf *wfv1.Workflow) corev1.ObjectReference {

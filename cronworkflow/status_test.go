@@ -2,6 +2,7 @@ package cronworkflow
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -53,6 +54,28 @@ func TestReconcileActive(t *testing.T) {
 			if !slices.Equal(got, tc.wantActive) || status.Succeeded != tc.wantSucceeded || status.Failed != tc.wantFailed || completed != tc.wantCompleted {
 				t.Fatalf("active %v succeeded %d failed %d completed %v; want %v %d %d %v", got, status.Succeeded, status.Failed,
 					completed, tc.wantActive, tc.wantSucceeded, tc.wantFailed, tc.wantCompleted)
+			}
+		})
+	}
+}
+
+func TestValidateSpecBoundsTheSchedules(t *testing.T) {
+	many := make([]string, maxSchedules+1)
+	for i := range many {
+		many[i] = "* * * * *"
+	}
+	for _, tc := range []struct {
+		sentence  string
+		schedules []string
+		wantErr   string
+	}{
+		{"as many schedules as the bound are accepted", many[:maxSchedules], ""},
+		{"one more is a spec error", many, "101 schedules, more than the 100"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			_, err := validateSpec(&wfv1.CronWorkflow{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: wfv1.CronWorkflowSpec{Schedules: tc.schedules}})
+			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("validateSpec = %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -14,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/internal/resourceversion"
+	"github.com/wfguard/wfguard/internal/truncate"
 )
 
 // annotationLastUsedSchedule is argo's record of the schedules a CronWorkflow was last scheduled with: a
@@ -38,6 +42,8 @@ type pass struct {
 	orig *wfv1.CronWorkflow
 	now  time.Time
 	runs []*wfv1.Workflow
+	// lookupsLeft: status.active holds entries this pass did not read (maxActiveLookups); another pass reads them.
+	lookupsLeft bool
 	// toSeal are runs the reconciler created whose UID seal is still to be set (before the status write).
 	toSeal   []*wfv1.Workflow
 	parsed   schedules
@@ -96,12 +102,15 @@ func (r *Reconciler) sync(ctx context.Context, key string) error {
 	if r.opts.AfterSync != nil {
 		r.opts.AfterSync(key, cached.ResourceVersion)
 	}
+	if p.lookupsLeft {
+		r.queue.AddAfter(key, time.Second)
+	}
 	return nil
 }
 
 // decide brings the status up to date and starts the run that is due, if any.
 func (r *Reconciler) decide(ctx context.Context, key string, p *pass) error {
-	completed := reconcileActive(&p.cwf.Status, p.runs, r.lookupRun(ctx, p.cwf.Namespace))
+	completed := reconcileActive(&p.cwf.Status, p.runs, r.lookupRun(ctx, p))
 	parsed, err := r.validate(p)
 	if err != nil {
 		r.specError(p, err.Error())
@@ -272,10 +281,23 @@ func (r *Reconciler) sealRuns(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// lookupRun reads an active run the cache does not hold (yet) from the API server: only a NotFound (or a
-// namesake with another UID) counts as gone; any other error keeps it active.
-func (r *Reconciler) lookupRun(ctx context.Context, namespace string) runLookup {
+// lookupRun reads an active run the cache does not hold (yet) from the API server: only a NotFound, a
+// namesake with another UID, or a workflow the reconciler did not create (status.active is the
+// CronWorkflow writer's to fill: a listed workflow is not proof of a run) counts as gone; any other error
+// keeps it active. An entry that cannot be a run's name goes without a read, and at most
+// maxActiveLookups are read per pass: the rest wait for the next one.
+func (r *Reconciler) lookupRun(ctx context.Context, p *pass) runLookup {
+	namespace, trust, reads := p.cwf.Namespace, r.trustOf(p.cwf), 0
 	return func(ref corev1.ObjectReference) (*wfv1.Workflow, bool) {
+		if !isRunName(p.cwf.Name, ref.Name) {
+			r.reportIgnoredActive(p.cwf, ref)
+			return nil, true
+		}
+		if reads >= maxActiveLookups {
+			p.lookupsLeft = true
+			return nil, false
+		}
+		reads++
 		wf, err := r.argo.ArgoprojV1alpha1().Workflows(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -285,9 +307,25 @@ func (r *Reconciler) lookupRun(ctx context.Context, namespace string) runLookup 
 			return nil, false
 		case wf.UID != ref.UID:
 			return nil, true
+		case !ownedBy(wf, p.cwf) || trust.verdict(wf, r.createdHere(wf.UID)) == runForged:
+			r.reportIgnoredActive(p.cwf, ref)
+			return nil, true
 		}
 		return wf, false
 	}
+}
+
+// maxActiveLookups bounds the reads of status.active entries the cache does not hold, per pass.
+const maxActiveLookups = 10
+
+// isRunName reports whether name is of a run of the CronWorkflow cron: <cron>-<unix seconds>.
+func isRunName(cron, name string) bool {
+	rest, ok := strings.CutPrefix(name, cron+"-")
+	if !ok || rest == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(rest, 10, 63)
+	return err == nil
 }
 
 // specError sets the SpecError condition; the Event and the observer hear of it only when the stored copy
@@ -340,6 +378,7 @@ func (r *Reconciler) persist(ctx context.Context, p *pass) error {
 	client := r.argo.ArgoprojV1alpha1().CronWorkflows(p.cwf.Namespace)
 	updated, err := client.Update(ctx, p.cwf, metav1.UpdateOptions{})
 	if err != nil {
+		r.reportUnstorable(p, err)
 		return fmt.Errorf("updating cronworkflow %s/%s: %w", p.cwf.Namespace, p.cwf.Name, err)
 	}
 	r.recordWrite(updated)
@@ -355,6 +394,17 @@ func (r *Reconciler) persist(ctx context.Context, p *pass) error {
 	}
 	r.recordWrite(stored)
 	return nil
+}
+
+// reportUnstorable records, once per version of the CronWorkflow, a write the API server will never accept
+// (too large, invalid: e.g. annotations over the limit once the reconciler's are added). The pass is retried
+// with backoff like any failed write; the Event is what keeps the wedge from being silent (I10).
+func (r *Reconciler) reportUnstorable(p *pass, err error) {
+	if _, permanent := apierror.Refused(err); !permanent || !r.unstorable.First(string(p.orig.UID)+"/"+p.orig.ResourceVersion) {
+		return
+	}
+	r.recorder.Eventf(p.orig, corev1.EventTypeWarning, ReasonStatusNotStored,
+		"the controller cannot store this CronWorkflow's status (%s): nothing is scheduled until the object is fixed", truncate.String(err.Error(), 512))
 }
 
 // lastWrite is the UID and resourceVersion of our last write of a CronWorkflow.

@@ -41,21 +41,17 @@ const ReasonRunIgnored = "RunIgnored"
 
 // runTrust tells the runs of one CronWorkflow the reconciler created from those it did not.
 type runTrust struct {
-	key    *provenance.Key
-	cwf    *wfv1.CronWorkflow
-	since  time.Time // AnnotationSealedSince; zero when not set yet
-	active map[types.UID]bool
+	key   *provenance.Key
+	cwf   *wfv1.CronWorkflow
+	since time.Time // AnnotationSealedSince; zero when not set yet
 }
 
 func (r *Reconciler) trustOf(cwf *wfv1.CronWorkflow) runTrust {
-	t := runTrust{key: r.opts.RecordKey, cwf: cwf, active: map[types.UID]bool{}}
+	t := runTrust{key: r.opts.RecordKey, cwf: cwf}
 	if v, ok := cwf.Annotations[AnnotationSealedSince]; ok {
 		if since, err := time.Parse(time.RFC3339, v); err == nil {
 			t.since = since
 		}
-	}
-	for _, ref := range cwf.Status.Active {
-		t.active[ref.UID] = true
 	}
 	return t
 }
@@ -82,8 +78,6 @@ func (t runTrust) verdict(wf *wfv1.Workflow, createdHere bool) runVerdict {
 		return runOwn
 	case createdHere:
 		return runOwnToSeal
-	case t.active[wf.UID]:
-		return runOwn // recorded by the writer of status (this reconciler, argo before a cutover, an admin)
 	case t.key.Verify(wf.Annotations[AnnotationRunSeal], provenance.PurposeCronRun, cron, name) && t.unrecordedTick(name):
 		return runOwnToSeal // created before a crash, or by another replica, before the status recorded it
 	case !t.since.IsZero() && wf.CreationTimestamp.Time.Before(t.since):
@@ -133,11 +127,19 @@ func (r *Reconciler) sealRunUID(ctx context.Context, cwf *wfv1.CronWorkflow, run
 
 // reportIgnoredRun reports, once per run, a workflow posing as a run of cwf.
 func (r *Reconciler) reportIgnoredRun(cwf *wfv1.CronWorkflow, wf *wfv1.Workflow) {
-	if !r.ignoredRuns.First(string(wf.UID)) {
+	r.reportIgnored(cwf, wf.UID, wf.Name, "workflow %s names this CronWorkflow as its controller, but the controller did not create it (no valid seal): concurrencyPolicy and the history limits ignore it")
+}
+
+// reportIgnoredActive reports, once per entry, a status.active entry that names no run of cwf.
+func (r *Reconciler) reportIgnoredActive(cwf *wfv1.CronWorkflow, ref corev1.ObjectReference) {
+	r.reportIgnored(cwf, ref.UID, ref.Name, "status.active lists %s, which is not a run of this CronWorkflow: the entry is dropped, and concurrencyPolicy ignores it")
+}
+
+func (r *Reconciler) reportIgnored(cwf *wfv1.CronWorkflow, uid types.UID, name, format string) {
+	if !r.ignoredRuns.First(string(cwf.UID) + "/" + string(uid) + "/" + name) {
 		return
 	}
 	r.metrics.ignored.Inc()
-	r.log.Warn("ignoring a workflow that claims to be a cronworkflow run the reconciler did not create", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "workflow", wf.Name)
-	r.recorder.Eventf(cwf, corev1.EventTypeWarning, ReasonRunIgnored,
-		"workflow %s names this CronWorkflow as its controller, but the controller did not create it (no valid seal): concurrencyPolicy and the history limits ignore it", wf.Name)
+	r.log.Warn("ignoring a workflow that poses as a cronworkflow run", "cronworkflow", cwf.Namespace+"/"+cwf.Name, "workflow", name)
+	r.recorder.Eventf(cwf, corev1.EventTypeWarning, ReasonRunIgnored, format, name)
 }

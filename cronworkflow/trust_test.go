@@ -45,7 +45,8 @@ func TestARunCountsOnlyWhenTheReconcilerCanProveItCreatedIt(t *testing.T) {
 		{"a run with its UID seal counts", key, run(tick(time.Minute), "u1", after, uidSeal(tick(time.Minute), "u1")), false, runOwn},
 		{"a copy carrying another run's UID seal is forged", key, run(tick(time.Minute), "copy", after, uidSeal(tick(time.Minute), "u1")), false, runForged},
 		{"a run this process created counts and is sealed", key, run(tick(2*time.Hour), "u2", after, nil), true, runOwnToSeal},
-		{"a run listed in status.active counts", key, run("listed", "listed-uid", after, nil), false, runOwn},
+		{"an unsealed workflow listed in status.active does not count: that list is the CronWorkflow writer's", key,
+			run("listed", "listed-uid", after, nil), false, runForged},
 		{"a name-sealed run of a tick the status has not recorded counts and is sealed", key,
 			run(tick(2*time.Hour), "u3", after, nameSeal(tick(2*time.Hour))), false, runOwnToSeal},
 		{"a name-sealed copy of a run of a recorded tick is forged", key,
@@ -62,5 +63,26 @@ func TestARunCountsOnlyWhenTheReconcilerCanProveItCreatedIt(t *testing.T) {
 				t.Fatalf("verdict = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestOnlyArgosRunNamesAreLookedUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"nightly-1796385660", true},
+		{"nightly-0", true},
+		{"nightly-", false},
+		{"nightly-x1", false},
+		{"nightly-1796385660-x", false},
+		{"nightly", false},
+		{"victim", false},
+		{"other-1796385660", false},
+		{"nightly-99999999999999999999999", false},
+	} {
+		if got := isRunName("nightly", tc.name); got != tc.want {
+			t.Errorf("isRunName(nightly, %q) = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -3,11 +3,13 @@ package cronworkflow_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -146,4 +148,67 @@ func TestWorkflowsPosingAsRunsNeitherHoldForbidNorPushRealRunsOutOfHistory(t *te
 		}
 		e.waitEvent("kept", cronworkflow.ReasonRunIgnored)
 	})
+}
+
+// Found reviewing issue #44's fixes: status.active is the CronWorkflow writer's to fill (no status
+// subresource), and a listed workflow was kept active and, with concurrencyPolicy Replace, terminated by the
+// controller's own identity: whoever may create a CronWorkflow could stop another user's workflow, a patch
+// they are refused. Entries that are not runs of the CronWorkflow are dropped, never terminated.
+func TestAWorkflowListedInACronWorkflowsStatusIsNotTerminatedUnlessItIsItsRun(t *testing.T) {
+	e := newEnv(t)
+	defer e.release()
+	r := e.startReconciler()
+	victim := e.Submit(`
+metadata: {name: victim}
+spec:
+  entrypoint: hold
+  templates:
+  - name: hold
+    container: {image: busybox, command: [sh, -c, "true"]}
+`)
+	e.WaitFor(victim.Name, "running", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase == wfv1.WorkflowRunning })
+	mallory := versioned.NewForConfigOrDie(harness.Grant(t, cp.Config(), e.Namespace, "mallory",
+		rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"cronworkflows"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"get"}}))
+	cwf := &wfv1.CronWorkflow{}
+	if err := yaml.UnmarshalStrict([]byte(cronManifest("replacer", "pass", "  concurrencyPolicy: Replace")), cwf); err != nil {
+		t.Fatal(err)
+	}
+	cwf.Status.Active = []corev1.ObjectReference{{Kind: "Workflow", Name: victim.Name, Namespace: e.Namespace, UID: victim.UID}}
+	if _, err := mallory.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Create(t.Context(), cwf, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the CronWorkflow as mallory: %v", err)
+	}
+	e.tick(minute(1), r)
+	e.waitRunPhase(runName("replacer", minute(1)), wfv1.WorkflowSucceeded)
+	if got := r.runs("created"); got != 1 {
+		t.Errorf("runs created = %v, want 1", got)
+	}
+	if got, err := e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(t.Context(), victim.Name, metav1.GetOptions{}); err != nil || got.Spec.Shutdown != "" {
+		t.Fatalf("the victim's spec.shutdown = %q (%v): the controller terminated a workflow that is not a run of the CronWorkflow", got.Spec.Shutdown, err)
+	}
+	if active := activeNames(e.cron("replacer")); slices.Contains(active, victim.Name) {
+		t.Errorf("status.active = %v still lists the victim", active)
+	}
+	e.waitEvent("replacer", cronworkflow.ReasonRunIgnored)
+}
+
+// Found reviewing issue #44's fixes: a CronWorkflow whose write the API server refuses for good (its
+// annotations pass the 256 KiB limit once the reconciler adds its own) was retried with backoff for ever,
+// with log lines only. The refusal is now an Event on the CronWorkflow.
+func TestACronWorkflowWhoseWriteIsRefusedForGoodSaysSo(t *testing.T) {
+	e := newEnv(t)
+	e.startReconciler()
+	cwf := &wfv1.CronWorkflow{}
+	if err := yaml.UnmarshalStrict([]byte(cronManifest("crowded", "pass", "")), cwf); err != nil {
+		t.Fatal(err)
+	}
+	// Just under the API server's limit: the reconciler's own annotations take it over.
+	cwf.Annotations = map[string]string{"example.com/notes": strings.Repeat("x", 256*1024-len("example.com/notes")-20)}
+	if _, err := e.Argo.ArgoprojV1alpha1().CronWorkflows(e.Namespace).Create(t.Context(), cwf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.waitEvent("crowded", cronworkflow.ReasonStatusNotStored)
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "Too long") {
+		t.Errorf("Event = %s %q, want a Warning quoting the API server's refusal", ev.Type, ev.Message)
+	}
 }
