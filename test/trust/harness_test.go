@@ -33,6 +33,11 @@ type envOptions struct {
 	// executorAsServiceAccount makes the simulated executor write results as the pod's ServiceAccount,
 	// with the pod claims of a pod-bound token.
 	executorAsServiceAccount bool
+	// controllerAsServiceAccount runs the controller with only config/rbac's controller ClusterRole
+	// (harness.AsController), as admission policies that ask the authorizer about it see it in a cluster.
+	controllerAsServiceAccount bool
+	// script scripts the simulated node's pods.
+	script simnode.Script
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -40,10 +45,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	ns := harness.Namespace(t, cp.Config(), "trust")
 	e := &env{t: t, instance: ns, Workflows: harness.NewWorkflows(t, cp.Config(), ns)}
 	e.Labels = map[string]string{common.LabelKeyControllerInstanceID: e.instance}
-	run := harness.Start(t, cp.Config(), controller.Options{
+	config := cp.Config()
+	if o.controllerAsServiceAccount {
+		config = harness.AsController(t, cp.Config())
+	}
+	run := harness.Start(t, config, controller.Options{
 		Namespace: "", InstanceID: e.instance, Workers: 4, StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t),
-	}, simnode.Options{Namespace: ns, ImpersonateServiceAccount: o.executorAsServiceAccount})
+	}, simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, ImpersonateServiceAccount: o.executorAsServiceAccount})
 	e.Metrics = run.Controller.Registry()
 	return e
 }

@@ -2,8 +2,6 @@ package trust
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,57 +11,16 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
 const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
-
-// installPolicy creates config/policy's task-result policy and its binding, the binding narrowed to
-// namespace ns so the other tests of this binary (which show the controller's own checks) run without it.
-func installPolicy(t *testing.T, ns string) {
-	t.Helper()
-	root := harness.ModuleRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, policyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config())
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			t.Fatalf("parsing %s: %v", policyFile, err)
-		}
-		resource := "validatingadmissionpolicies"
-		if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
-			resource = "validatingadmissionpolicybindings"
-			if err := unstructured.SetNestedField(obj.Object, map[string]any{"namespaceSelector": map[string]any{
-				"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}, "spec", "matchResources"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		client := dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource})
-		_, err := client.Create(t.Context(), obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
-		if apierrors.IsAlreadyExists(err) { // an earlier -count run: take this namespace
-			existing, gerr := client.Get(t.Context(), obj.GetName(), metav1.GetOptions{})
-			if gerr != nil {
-				t.Fatal(gerr)
-			}
-			obj.SetResourceVersion(existing.GetResourceVersion())
-			_, err = client.Update(t.Context(), obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
-		}
-		if err != nil {
-			t.Fatalf("installing %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-}
 
 const held = `
 metadata: {name: held}
@@ -87,7 +44,7 @@ spec:
 func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	e := newEnv(t, envOptions{executorAsServiceAccount: true})
 	harness.BindExecutorRole(t, cp.Config(), e.Namespace)
-	installPolicy(t, e.Namespace)
+	harness.InstallPolicy(t, cp.Config(), policyFile, e.Namespace)
 	results := func(claims map[string][]string) versioned.Interface {
 		return versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", claims))
 	}
