@@ -12,9 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/admissionpolicy"
 )
 
 // admissionResources are the resources of the admission policy kinds config/policy ships.
@@ -90,5 +94,24 @@ func RemovePolicy(t testing.TB, config *rest.Config, file string) {
 		if err := clients[i].Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
+	}
+}
+
+// WaitPolicySettled waits until the controller takes the ValidatingAdmissionPolicy name (and its binding)
+// as in force for an object created from now on (admissionpolicy.SettleTime after they last changed).
+func WaitPolicySettled(t testing.TB, config *rest.Config, name string) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(config)
+	why := "not read yet"
+	if err := wait.PollUntilContextTimeout(t.Context(), pollInterval, DefaultTimeout, true, func(ctx context.Context) (bool, error) {
+		v, err := admissionpolicy.Read(ctx, kube, name)
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		why = v.Admitted(time.Now())
+		return why == "", nil
+	}); err != nil {
+		t.Fatalf("policy %s never in force for new objects: %v (last: %s)", name, err, why)
 	}
 }
