@@ -1,12 +1,17 @@
 package trust
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
@@ -64,4 +69,23 @@ func mainArgs(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// waitAdmission waits until admission answers the dry-run create with a 403 containing refusal, or admits it
+// when refusal is "": a policy reaches admission, and leaves it, asynchronously.
+func (e *env) waitAdmission(what string, create func(ctx context.Context, dryRun metav1.CreateOptions) error, refusal string) {
+	e.t.Helper()
+	var last error
+	if err := wait.PollUntilContextTimeout(e.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := create(ctx, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if ctx.Err() == nil {
+			last = err
+		}
+		if refusal == "" {
+			return err == nil, nil
+		}
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), refusal), nil
+	}); err != nil {
+		e.t.Fatalf("admission never answered %s with %q (last error %v)", what, refusal, last)
+	}
 }

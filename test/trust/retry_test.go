@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
@@ -215,25 +213,14 @@ func bindActionRequester(t *testing.T, e *env, user string, extra ...rbacv1.Poli
 	return c
 }
 
-// waitRetryAdmission waits until admission answers a dry-run Retry of workflow with parameters, created by
-// as, with a 403 containing refusal, or admits it when refusal is "": a policy reaches admission, and leaves
-// it, asynchronously.
+// waitRetryAdmission waits until admission answers a Retry of workflow with parameters, created by as, with
+// a 403 containing refusal, or admits it when refusal is "".
 func (e *env) waitRetryAdmission(as *v1alpha1.Client, workflow, refusal string) {
 	e.t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(e.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := as.Namespace(e.Namespace).Create(ctx, retryAction(workflow, &v1alpha1.RetryParameters{Parameters: []string{"msg=probe"}}),
-			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if ctx.Err() == nil {
-			last = err
-		}
-		if refusal == "" {
-			return err == nil, nil
-		}
-		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), refusal), nil
-	}); err != nil {
-		e.t.Fatalf("admission never answered a Retry with parameters with %q (last error %v)", refusal, last)
-	}
+	e.waitAdmission("a Retry with parameters", func(ctx context.Context, dryRun metav1.CreateOptions) error {
+		_, err := as.Namespace(e.Namespace).Create(ctx, retryAction(workflow, &v1alpha1.RetryParameters{Parameters: []string{"msg=probe"}}), dryRun)
+		return err
+	}, refusal)
 }
 
 // waitActionOutcome waits until the action has its outcome and returns it.
