@@ -79,6 +79,8 @@ func TestInstallManifests(t *testing.T) {
 			"ValidatingAdmissionPolicyBinding wfguard-executor-writes-own-taskresult",
 			"ValidatingAdmissionPolicy " + actions.RetryOverridesPolicy,
 			"ValidatingAdmissionPolicyBinding " + actions.RetryOverridesPolicy,
+			"ValidatingAdmissionPolicy wfguard-workflow-pods-by-controller",
+			"ValidatingAdmissionPolicyBinding wfguard-workflow-pods-by-controller",
 		}
 		var got []string
 		for _, o := range objs {
@@ -201,6 +203,8 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can update workflowactions/status", controllerSA, argo("team-a", "update", "workflowactions", "status"), true},
 		{"the controller can patch workflowactions/status", controllerSA, argo("team-a", "patch", "workflowactions", "status"), true},
 		{"the controller can create pods", controllerSA, core("team-a", "create", "pods", ""), true},
+		{"the controller can create a workflow's pods (what the pod policy asks of pods labelled with a workflow)", controllerSA,
+			named(argo("team-a", "create", "workflows", "pods"), "any-workflow"), true},
 		{"the controller can patch pods (finalizer release, completed label)", controllerSA, core("team-a", "patch", "pods", ""), true},
 		{"the controller can delete pods (podGC)", controllerSA, core("team-a", "delete", "pods", ""), true},
 		{"the controller can read the Workflow CRD to check its schema", controllerSA,
@@ -247,6 +251,7 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller cannot update poddisruptionbudgets", controllerSA, attrs("policy", "team-a", "update", "poddisruptionbudgets", ""), false},
 		{"the controller cannot delete leases", controllerSA, attrs("coordination.k8s.io", "argo", "delete", "leases", ""), false},
 		{"the executor cannot delete pods", executorSA, core("argo", "delete", "pods", ""), false},
+		{"the executor cannot create a workflow's pods", executorSA, argo("argo", "create", "workflows", "pods"), false},
 		{"the executor cannot get workflows", executorSA, argo("argo", "get", "workflows", ""), false},
 		{"the executor cannot delete workflowtaskresults", executorSA, argo("argo", "delete", "workflowtaskresults", ""), false},
 		{"the executor binding does not reach other namespaces", executorSA, argo("team-a", "create", "workflowtaskresults", ""), false},
@@ -297,7 +302,7 @@ func TestDefaultKustomization(t *testing.T) {
 	})
 	t.Run("config/policy installs every policy wfguard relies on, and not the example", func(t *testing.T) {
 		got := readKustomization(t, filepath.Join(root, "config/policy"))
-		for _, want := range []string{"executor-writes-own-taskresult.yaml", "retry-overrides-need-update.yaml"} {
+		for _, want := range []string{"executor-writes-own-taskresult.yaml", "retry-overrides-need-update.yaml", "workflow-pods-by-controller.yaml"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("config/policy/kustomization.yaml resources = %v, missing %s", got, want)
 			}
