@@ -32,6 +32,7 @@ type env struct {
 	*harness.Workflows
 	t        *testing.T
 	instance string
+	node     *simnode.Node
 }
 
 type envOptions struct {
@@ -59,6 +60,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t),
 	}, simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, ImpersonateServiceAccount: o.executorAsServiceAccount})
 	e.Metrics = run.Controller.Registry()
+	e.node = run.Node
 	return e
 }
 

@@ -58,8 +58,7 @@ func TestOnlyTheControllerCreatesAWorkflowsPods(t *testing.T) {
 			}
 			return b
 		}}})
-	harness.BindExecutorRole(t, cp.Config(), e.Namespace)
-	harness.InstallPolicy(t, cp.Config(), policyFile, e.Namespace)
+	e.installExecutorPolicy()
 	harness.InstallPolicy(t, cp.Config(), podPolicyFile, e.Namespace)
 	mallory := kubernetes.NewForConfigOrDie(e.Grant(cp.Config(), "mallory",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}))

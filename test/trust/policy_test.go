@@ -39,19 +39,11 @@ spec:
 // ServiceAccount identity holding only the executor role, is refused.
 func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	e := newEnv(t, envOptions{executorAsServiceAccount: true})
-	harness.BindExecutorRole(t, cp.Config(), e.Namespace)
-	harness.InstallPolicy(t, cp.Config(), policyFile, e.Namespace)
+	e.installExecutorPolicy()
 	results := func(claims map[string][]string) versioned.Interface {
 		return versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", claims))
 	}
 	unbound := results(nil)
-	probe := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
-		Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
-	e.waitAdmission("a token without pod claims", func(ctx context.Context, dryRun metav1.CreateOptions) error {
-		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probe, dryRun)
-		return err
-	}, "bound to the pod")
 
 	wf := e.Submit(held)
 	wf = e.WaitFor(wf.Name, "suspended after s1 reported through the policy", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
@@ -120,4 +112,22 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	} else if r.Labels[common.LabelKeyWorkflow] != wf.Name || r.OwnerReferences[0].UID != wf.UID {
 		t.Errorf("s1's result was changed: labels %v, owners %v", r.Labels, r.OwnerReferences)
 	}
+}
+
+// probeResult is a task result of workflow "probe" for admission probes.
+var probeResult = &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
+	Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
+	OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
+
+// installExecutorPolicy binds the executor role in the env's namespace and installs config/policy's
+// task-result policy there, waiting until admission refuses a token without pod claims.
+func (e *env) installExecutorPolicy() {
+	e.t.Helper()
+	harness.BindExecutorRole(e.t, cp.Config(), e.Namespace)
+	harness.InstallPolicy(e.t, cp.Config(), policyFile, e.Namespace)
+	unbound := versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", nil))
+	e.waitAdmission("a token without pod claims", func(ctx context.Context, dryRun metav1.CreateOptions) error {
+		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probeResult, dryRun)
+		return err
+	}, "bound to the pod")
 }
