@@ -77,6 +77,8 @@ func TestInstallManifests(t *testing.T) {
 			"Service argo/wfguard-controller-metrics",
 			"ValidatingAdmissionPolicy wfguard-executor-writes-own-taskresult",
 			"ValidatingAdmissionPolicyBinding wfguard-executor-writes-own-taskresult",
+			"MutatingAdmissionPolicy wfguard-taskresult-writer-stamp",
+			"MutatingAdmissionPolicyBinding wfguard-taskresult-writer-stamp",
 			"ValidatingAdmissionPolicy " + actions.RetryOverridesPolicy,
 			"ValidatingAdmissionPolicyBinding " + actions.RetryOverridesPolicy,
 			"ValidatingAdmissionPolicy wfguard-workflow-pods-by-controller",
@@ -302,7 +304,8 @@ func TestDefaultKustomization(t *testing.T) {
 	})
 	t.Run("config/policy installs every policy wfguard relies on, and not the example", func(t *testing.T) {
 		got := readKustomization(t, filepath.Join(root, "config/policy"))
-		for _, want := range []string{"executor-writes-own-taskresult.yaml", "retry-overrides-need-update.yaml", "workflow-pods-by-controller.yaml"} {
+		for _, want := range []string{"executor-writes-own-taskresult.yaml", "taskresult-writer-stamp.yaml", "retry-overrides-need-update.yaml",
+			"workflow-pods-by-controller.yaml"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("config/policy/kustomization.yaml resources = %v, missing %s", got, want)
 			}
