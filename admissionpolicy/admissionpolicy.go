@@ -33,30 +33,36 @@ type Verdict struct {
 }
 
 // Read reads the ValidatingAdmissionPolicy name and the ValidatingAdmissionPolicyBinding of the same name
-// (as wfguard ships them) and judges them. Only a read that failed for another reason than absence is an
-// error.
+// (as wfguard ships them) and judges them. A read the reader may not make says so in the verdict (an older
+// ClusterRole would otherwise keep what waits on the verdict waiting for ever); only a read that failed for
+// another reason is an error.
 func Read(ctx context.Context, kube kubernetes.Interface, name string) (Verdict, error) {
 	v := Verdict{Policy: name}
 	api := kube.AdmissionregistrationV1()
 	policy, err := api.ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		v.NotInForce = fmt.Sprintf("the ValidatingAdmissionPolicy %s is not installed", name)
-		return v, nil
-	case err != nil:
-		return v, fmt.Errorf("reading the ValidatingAdmissionPolicy %s: %w", name, err)
+	if v.NotInForce, err = unread("ValidatingAdmissionPolicy", name, err); v.NotInForce != "" || err != nil {
+		return v, err
 	}
 	binding, err := api.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		v.NotInForce = fmt.Sprintf("the ValidatingAdmissionPolicyBinding %s is not installed", name)
-		return v, nil
-	case err != nil:
-		return v, fmt.Errorf("reading the ValidatingAdmissionPolicyBinding %s: %w", name, err)
+	if v.NotInForce, err = unread("ValidatingAdmissionPolicyBinding", name, err); v.NotInForce != "" || err != nil {
+		return v, err
 	}
 	v.NotInForce = notInForce(policy, binding)
 	v.Since = lastChanged(&policy.ObjectMeta, &binding.ObjectMeta)
 	return v, nil
+}
+
+// unread turns the error of reading kind name into why the policy does not count, or an error to retry.
+func unread(kind, name string, err error) (string, error) {
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("the %s %s is not installed", kind, name), nil
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("the controller may not read the %s %s (apply config/rbac's controller ClusterRole)", kind, name), nil
+	}
+	return "", fmt.Errorf("reading the %s %s: %w", kind, name, err)
 }
 
 // notInForce says why admission would not deny by the policy through the binding everywhere ("" when it would).

@@ -2,14 +2,18 @@ package admissionpolicy
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestAPolicyIsInForceOnlyInstalledDenyingEverywhereAndSettled(t *testing.T) {
@@ -88,6 +92,30 @@ func TestAPolicyIsInForceOnlyInstalledDenyingEverywhereAndSettled(t *testing.T) 
 			got := v.Admitted(tc.created)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("Admitted = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAPolicyTheReaderMayNotReadIsNotInForceAndOtherFailuresAreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		err      error
+		want     string // in the verdict; "" when Read returns the error
+	}{
+		{"a forbidden read says the ClusterRole lacks it", apierrors.NewForbidden(schema.GroupResource{Resource: "validatingadmissionpolicies"}, "p", nil),
+			"may not read the ValidatingAdmissionPolicy p"},
+		{"a server error is an error, to retry", apierrors.NewInternalError(errors.New("etcd down")), ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			kube := fake.NewClientset()
+			kube.PrependReactor("get", "validatingadmissionpolicies", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			v, err := Read(context.Background(), kube, "p")
+			switch {
+			case tc.want == "" && err == nil:
+				t.Errorf("verdict %+v, want an error", v)
+			case tc.want != "" && (err != nil || !strings.Contains(v.NotInForce, tc.want) || v.Admitted(time.Now()) == ""):
+				t.Errorf("verdict %+v, error %v; want not in force: ...%q", v, err, tc.want)
 			}
 		})
 	}
