@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/admissionpolicy"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/internal/reportonce"
@@ -78,6 +79,9 @@ type Drainer struct {
 	// BeforeStatus runs after the persist that recorded actions, before their statuses are written;
 	// returning false skips the writes, as a crash at that point would. Nil writes them.
 	BeforeStatus func(key string) bool
+	// RetryPolicy reads RetryOverridesPolicy as the API server stores it (admissionpolicy.Read), when a
+	// Retry that rewrites its workflow is about to be applied; nil takes the policy for not installed.
+	RetryPolicy func(ctx context.Context) (admissionpolicy.Verdict, error)
 
 	// written holds the UIDs of actions whose outcome this drainer wrote, until the cache shows them
 	// terminal: an action reported from a deleted workflow's record has no record in a new workflow of the
@@ -301,9 +305,16 @@ func (d *Drainer) SettleUnreadable(ctx context.Context, key string, wf *wfv1.Wor
 
 // ApplyToCompleted applies a Retry to a completed workflow in memory. Applied, it is recorded write-ahead
 // in ext.AppliedActions like a drained action, and the caller persists the pass and then Reports; refused,
-// nothing changed, so its outcome is written at once and applied is false.
+// nothing changed, so its outcome is written at once and applied is false. A Retry that rewrites the
+// workflow is applied only if the admission policy that checks its creator admitted it (authorizeRewrite).
 func (d *Drainer) ApplyToCompleted(ctx context.Context, key string, wf *wfv1.Workflow, ext *extstatus.Extensions, a *v1alpha1.WorkflowAction, now time.Time) (applied bool, err error) {
-	out := Apply(wf, ext, a, metav1.NewTime(now))
+	out, err := d.authorizeRewrite(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	if out.Phase == "" {
+		out = Apply(wf, ext, a, metav1.NewTime(now))
+	}
 	d.Log.Info("applied workflow action", "workflow", key, "action", a.Name, "type", a.Spec.Action, "outcome", out.Phase, "reason", out.Reason)
 	if out.Phase != v1alpha1.PhaseSucceeded {
 		return false, outcomeErr(d.writeOutcome(ctx, a, out))
@@ -311,4 +322,29 @@ func (d *Drainer) ApplyToCompleted(ctx context.Context, key string, wf *wfv1.Wor
 	ext.AppliedActions = append(d.trusted(wf, ext.AppliedActions), d.newRecord(wf, a, out))
 	stampActor(wf, a)
 	return true, nil
+}
+
+// authorizeRewrite refuses a Retry that rewrites its workflow (RewritesWorkflow) unless RetryOverridesPolicy
+// checked at its admission that its creator may update the workflow: the controller cannot know who that
+// was. The zero Outcome lets the action be applied; an error is a failed read of the policy.
+func (d *Drainer) authorizeRewrite(ctx context.Context, a *v1alpha1.WorkflowAction) (Outcome, error) {
+	if !RewritesWorkflow(&a.Spec) {
+		return Outcome{}, nil
+	}
+	verdict := admissionpolicy.Verdict{Policy: RetryOverridesPolicy,
+		NotInForce: "no check of the admission policy " + RetryOverridesPolicy + " is configured"}
+	if d.RetryPolicy != nil {
+		var err error
+		if verdict, err = d.RetryPolicy(ctx); err != nil {
+			return Outcome{}, fmt.Errorf("checking whether Retry %s/%s was admitted by %s: %w", a.Namespace, a.Name, RetryOverridesPolicy, err)
+		}
+	}
+	why := verdict.Admitted(a.CreationTimestamp.Time)
+	if why == "" {
+		return Outcome{}, nil
+	}
+	return failed(ReasonRetryOverridesNotAuthorized, "a Retry with parameters, restartSuccessful or a nodeFieldSelector rewrites workflow %s and runs it again, "+
+		"which needs update on it, and only the admission policy %s checks that for the Retry's creator; but %s. "+
+		"Retry without them, or install config/policy (kubectl apply -k config/default) and create the Retry again",
+		a.Spec.WorkflowRef.Name, RetryOverridesPolicy, why), nil
 }

@@ -32,7 +32,8 @@ const (
 	DeadlineExceeded   Code = 6
 	Unavailable        Code = 7
 	// PermissionDenied: the API server refused to create the action (RBAC, or an admission policy whose
-	// reason is Forbidden, such as config/policy's deny-terminate-for-developers).
+	// reason is Forbidden, such as config/policy's deny-terminate-for-developers), or the controller refused
+	// a Retry that rewrites its workflow without the admission policy that checks its creator.
 	PermissionDenied Code = 8
 	// Unauthenticated: the API server did not accept the requester's credentials.
 	Unauthenticated Code = 9
@@ -70,6 +71,8 @@ func CodeOf(reason string) Code {
 		return InvalidArgument
 	case ReasonWorkflowNotFound:
 		return NotFound
+	case ReasonRetryOverridesNotAuthorized:
+		return PermissionDenied
 	case ReasonWorkflowCompleted, ReasonWorkflowNotCompleted, ReasonNothingToRetry, ReasonInvalidNodeTree:
 		return FailedPrecondition
 	}

@@ -66,7 +66,7 @@ func TestEveryOutcomeReasonHasTheDesignsCode(t *testing.T) {
 		ReasonInvalidNodeFieldSelector: InvalidArgument, ReasonUnknownAction: InvalidArgument, ReasonMissingOutputParameter: InvalidArgument,
 		ReasonInvalidOutputParameters: InvalidArgument, ReasonOutcomeNotStorable: InvalidArgument, ReasonInvalidParameter: InvalidArgument,
 		ReasonWorkflowNotFound: NotFound, ReasonWorkflowCompleted: FailedPrecondition, ReasonWorkflowNotCompleted: FailedPrecondition,
-		ReasonNothingToRetry: FailedPrecondition, ReasonInvalidNodeTree: FailedPrecondition,
+		ReasonNothingToRetry: FailedPrecondition, ReasonInvalidNodeTree: FailedPrecondition, ReasonRetryOverridesNotAuthorized: PermissionDenied,
 	} {
 		if got := CodeOf(reason); got != want {
 			t.Errorf("CodeOf(%s) = %s, want %s", reason, got, want)

@@ -25,7 +25,23 @@ const (
 	ReasonInvalidParameter = "InvalidParameter"
 	// ReasonInvalidNodeTree: the node tree cannot be walked (a node no other node lists as a child).
 	ReasonInvalidNodeTree = "InvalidNodeTree"
+	// ReasonRetryOverridesNotAuthorized: a Retry that rewrites the workflow (RewritesWorkflow) was not
+	// checked at admission by the policy that requires update on the workflow (RetryOverridesPolicy).
+	ReasonRetryOverridesNotAuthorized = "RetryOverridesNotAuthorized"
 )
+
+// RetryOverridesPolicy is the ValidatingAdmissionPolicy (and binding) of config/policy that lets only those
+// who may update a workflow create a Retry that rewrites it.
+const RetryOverridesPolicy = "wfguard-retry-overrides-need-update"
+
+// RewritesWorkflow reports whether the action is a Retry that does more than run the failed nodes again with
+// the same arguments: new argument values (which the workflow's templates expand and run), or succeeded
+// nodes run again. argo's retry with these options needs update on the workflow; so does this one, checked
+// at admission by RetryOverridesPolicy, since the controller never learns who created the action.
+func RewritesWorkflow(spec *v1alpha1.WorkflowActionSpec) bool {
+	r := spec.Retry
+	return spec.Action == v1alpha1.ActionRetry && r != nil && (len(r.Parameters) > 0 || r.RestartSuccessful || r.NodeFieldSelector != "")
+}
 
 // Bounds of a Retry's parameter overrides, the same as the CRD's.
 const (

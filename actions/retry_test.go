@@ -1,6 +1,8 @@
 package actions
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/admissionpolicy"
 	"github.com/wfguard/wfguard/extstatus"
 )
 
@@ -250,5 +253,63 @@ func TestABoundaryCycleInARewrittenStatusEndsTheWalk(t *testing.T) {
 	)
 	if out := Apply(wf, &extstatus.Extensions{}, retryAction(nil), metav1.Now()); out.Phase != v1alpha1.PhaseSucceeded {
 		t.Errorf("outcome = %+v, want Succeeded (a cycle of boundaries is walked at most once per node)", out)
+	}
+}
+
+func TestARetryThatRewritesItsWorkflowIsAppliedOnlyIfThePolicyCheckingItsCreatorAdmittedIt(t *testing.T) {
+	settled := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	inForce := func(context.Context) (admissionpolicy.Verdict, error) {
+		return admissionpolicy.Verdict{Policy: RetryOverridesPolicy, Since: settled}, nil
+	}
+	absent := func(context.Context) (admissionpolicy.Verdict, error) {
+		return admissionpolicy.Verdict{Policy: RetryOverridesPolicy, NotInForce: "the ValidatingAdmissionPolicy is not installed"}, nil
+	}
+	unreadable := func(context.Context) (admissionpolicy.Verdict, error) {
+		return admissionpolicy.Verdict{}, errors.New("etcd down")
+	}
+	later := settled.Add(time.Minute)
+	for _, tc := range []struct {
+		sentence string
+		params   *v1alpha1.RetryParameters
+		created  time.Time
+		policy   func(context.Context) (admissionpolicy.Verdict, error)
+		refused  string // in the outcome's message; "" when the Retry may be applied
+		err      bool
+	}{
+		{"a plain Retry needs no policy", nil, later, nil, "", false},
+		{"a Retry with an empty retry block needs no policy", &v1alpha1.RetryParameters{}, later, absent, "", false},
+		{"a Retry with parameters is refused when nothing checks the policy", &v1alpha1.RetryParameters{Parameters: []string{"x=2"}}, later, nil,
+			"no check of the admission policy", false},
+		{"a Retry with parameters is refused without the policy", &v1alpha1.RetryParameters{Parameters: []string{"x=2"}}, later, absent,
+			"is not installed", false},
+		{"a restartSuccessful Retry is refused without the policy", &v1alpha1.RetryParameters{RestartSuccessful: true, NodeFieldSelector: "name=a"}, later, absent,
+			"is not installed", false},
+		{"a Retry with only a selector is refused without the policy", &v1alpha1.RetryParameters{NodeFieldSelector: "name=a"}, later, absent,
+			"is not installed", false},
+		{"a Retry with parameters created before the policy settled is refused", &v1alpha1.RetryParameters{Parameters: []string{"x=2"}},
+			settled.Add(admissionpolicy.SettleTime - time.Second), inForce, "were surely in force", false},
+		{"a Retry with parameters created once the policy settled may be applied", &v1alpha1.RetryParameters{Parameters: []string{"x=2"}},
+			settled.Add(admissionpolicy.SettleTime), inForce, "", false},
+		{"a policy that cannot be read decides nothing", &v1alpha1.RetryParameters{Parameters: []string{"x=2"}}, later, unreadable, "", true},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			a := retryAction(tc.params)
+			a.Spec.WorkflowRef.Name = "wf"
+			a.CreationTimestamp = metav1.NewTime(tc.created)
+			d := &Drainer{RetryPolicy: tc.policy}
+			out, err := d.authorizeRewrite(context.Background(), a)
+			switch {
+			case tc.err:
+				if err == nil || out.Phase != "" {
+					t.Fatalf("outcome %+v, error %v; want an error and no outcome", out, err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.refused == "" && out.Phase != "":
+				t.Errorf("refused: %s %q", out.Reason, out.Message)
+			case tc.refused != "" && (out.Reason != ReasonRetryOverridesNotAuthorized || !strings.Contains(out.Message, tc.refused)):
+				t.Errorf("outcome %s %q, want %s ...%q", out.Reason, out.Message, ReasonRetryOverridesNotAuthorized, tc.refused)
+			}
+		})
 	}
 }

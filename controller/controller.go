@@ -33,6 +33,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions"
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/admissionpolicy"
 	"github.com/wfguard/wfguard/argometrics"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/passdemand"
@@ -396,6 +397,7 @@ func (c *Controller) buildActionParts() error {
 		Key:          c.opts.RecordKey,
 		Points:       c.opts.Points,
 		BeforeStatus: c.opts.Hooks.BeforeActionStatus,
+		RetryPolicy:  c.readRetryPolicy,
 	}
 	c.actionGC = &actions.Collector{
 		Client:    c.actions,
@@ -464,6 +466,23 @@ func (c *Controller) buildEngine() error {
 	return nil
 }
 
+// readRetryPolicy reads the admission policy a Retry that rewrites its workflow needs (actions.RetryPolicy).
+func (c *Controller) readRetryPolicy(ctx context.Context) (admissionpolicy.Verdict, error) {
+	return admissionpolicy.Read(ctx, c.kube, actions.RetryOverridesPolicy)
+}
+
+// logRetryPolicy says at start whether Retries that rewrite their workflow can be applied. Each such Retry
+// reads the policy again when applied: this is only for the operator.
+func (c *Controller) logRetryPolicy(ctx context.Context) {
+	v, err := c.readRetryPolicy(ctx)
+	switch {
+	case err != nil:
+		c.log.Warn("could not read the admission policy that Retries with parameters, restartSuccessful or a nodeFieldSelector need", "policy", actions.RetryOverridesPolicy, "err", err)
+	case v.NotInForce != "":
+		c.log.Warn("Retries with parameters, restartSuccessful or a nodeFieldSelector will be refused until config/policy is installed", "policy", actions.RetryOverridesPolicy, "why", v.NotInForce)
+	}
+}
+
 // CheckWorkflowCRD refuses to run against a Workflow CRD whose schema would prune wfguard's status fields.
 func CheckWorkflowCRD(ctx context.Context, client dynamic.Interface) error {
 	crd, err := installedCRD(ctx, client, "workflows.argoproj.io")
@@ -495,6 +514,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := installedCRD(ctx, c.dynamic, "workflowactions.argoproj.io"); err != nil {
 		return err
 	}
+	c.logRetryPolicy(ctx)
 	ctx, c.crash = context.WithCancelCause(ctx)
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
 	defer c.events.Shutdown()

@@ -23,6 +23,16 @@ const (
 	IgnoredNoMatchingPod = "no_matching_pod"
 	// IgnoredPredatesPod: the result was created before the node's pod, so no executor in it wrote it.
 	IgnoredPredatesPod = "predates_pod"
+	// IgnoredOtherPod: the admission policy's stamp says another pod wrote the result (e.g. a pod of
+	// another workflow whose node name hashes like this node's), not the pod the controller created for it.
+	IgnoredOtherPod = "other_pod"
+)
+
+// The pod whose ServiceAccount token created or last updated a result, stamped by the admission policy
+// config/policy/taskresult-writer-stamp.yaml from the token's pod claims; a writer cannot choose them.
+const (
+	AnnotationWriterPodName = "wfguard.io/writer-pod-name"
+	AnnotationWriterPodUID  = "wfguard.io/writer-pod-uid"
 )
 
 // Ignored is one result that was not merged, and why.
@@ -57,8 +67,10 @@ func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[strin
 
 // check says why r may not decide its node ("" when it may): a result decides only a Pod node of its own
 // workflow (namespace, owner UID, workflow label), and only while the pod the controller created for that
-// node is there (podidentity), not created before that pod. pending is true for a Pod node whose pod is
-// not observed yet.
+// node is there (podidentity), not created before that pod, and, when the admission policy stamped who
+// wrote it, written by that pod (name and UID: a node ID is only a 32-bit hash, and another workflow's pod
+// can share it). A result without the stamp (a cluster without the policy) is judged without it. pending
+// is true for a Pod node whose pod is not observed yet.
 func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) (reason string, pending bool) {
 	if r.Namespace != wf.Namespace || !OwnedBy(r, wf) || r.Labels[common.LabelKeyWorkflow] != wf.Name {
 		return IgnoredForeign, false
@@ -84,7 +96,20 @@ func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev
 	if r.CreationTimestamp.Before(&pod.CreationTimestamp) {
 		return IgnoredPredatesPod, false
 	}
+	if !writtenBy(r, pod) {
+		return IgnoredOtherPod, false
+	}
 	return "", false
+}
+
+// writtenBy reports whether the result's writer stamp, if it has one (either annotation), names pod.
+func writtenBy(r *wfv1.WorkflowTaskResult, pod *corev1.Pod) bool {
+	name, hasName := r.Annotations[AnnotationWriterPodName]
+	uid, hasUID := r.Annotations[AnnotationWriterPodUID]
+	if !hasName && !hasUID {
+		return true
+	}
+	return name == pod.Name && uid == string(pod.UID)
 }
 
 // Merge is the reconcile-task-results phase: it copies each result's outputs and progress into its node

@@ -173,6 +173,7 @@ var ignoredWhy = map[string]string{
 	IgnoredNotAPodNode:   "its node runs no pod, so no executor reports for it; its outputs come from the controller or an action",
 	IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
 	IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
+	IgnoredOtherPod:      "the admission policy's stamp (" + AnnotationWriterPodName + ", " + AnnotationWriterPodUID + ") names another pod than the one the controller created for its node",
 }
 
 // Persisted updates the gate's metrics once a pass of workflow key is written: how long each node that

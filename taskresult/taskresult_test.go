@@ -37,7 +37,7 @@ var podCreated = metav1.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
 // podOf is the pod the controller creates for node wf-1 (podidentity's rule).
 func podOf() *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "ns", Name: "wf-main-" + fnv32a("wf.a"), CreationTimestamp: podCreated,
+		Namespace: "ns", Name: "wf-main-" + fnv32a("wf.a"), UID: "pod-uid-1", CreationTimestamp: podCreated,
 		Labels:          map[string]string{common.LabelKeyWorkflow: "wf"},
 		Annotations:     map[string]string{common.AnnotationKeyNodeID: "wf-1"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Workflow", Name: "wf", UID: "uid-1"}},
@@ -93,6 +93,14 @@ func TestMergeTakesOutputsAndOpensTheGateOnlyForResultsOfItsOwnPods(t *testing.T
 			r.CreationTimestamp = metav1.NewTime(podCreated.Add(-time.Second))
 		}), nil, false, false, IgnoredPredatesPod, 0},
 		{"a result of a pending node whose pod the cache has not shown yet waits", result("wf-3", "1", "true", out), nil, false, false, "", 1},
+		{"a result the policy stamped with the node's own pod opens the gate", stampedBy(result("wf-1", "1", "true", out), "wf-main-"+fnv32a("wf.a"), "pod-uid-1"),
+			nil, true, true, "", 0},
+		{"a result another pod wrote (its node name hashes alike) is ignored", stampedBy(result("wf-1", "1", "true", out), "wf-x-main-"+fnv32a("wf.a"), "pod-uid-9"),
+			nil, false, false, IgnoredOtherPod, 0},
+		{"a result an earlier pod of the same name wrote is ignored", stampedBy(result("wf-1", "1", "true", out), "wf-main-"+fnv32a("wf.a"), "pod-uid-0"),
+			nil, false, false, IgnoredOtherPod, 0},
+		{"a result with half a stamp is ignored", stampedBy(result("wf-1", "1", "true", out), "wf-main-"+fnv32a("wf.a"), ""),
+			nil, false, false, IgnoredOtherPod, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,4 +263,13 @@ func TestMissingOutputsHonoursDefaultsAndOptionalArtifacts(t *testing.T) {
 	if kept.Parameters[0].Value.String() != "reported" {
 		t.Errorf("a reported value was replaced by the default: %+v", kept.Parameters)
 	}
+}
+
+// stampedBy is r with the writer stamp the admission policy sets: pod name, and pod UID unless uid is "".
+func stampedBy(r *wfv1.WorkflowTaskResult, name, uid string) *wfv1.WorkflowTaskResult {
+	r.Annotations = map[string]string{AnnotationWriterPodName: name}
+	if uid != "" {
+		r.Annotations[AnnotationWriterPodUID] = uid
+	}
+	return r
 }

@@ -27,10 +27,11 @@ const actionUsage = `Usage: wfguard action {suspend|resume|stop|terminate|retry}
 Creates a WorkflowAction labelled with the requester (argo's creator label, from a SelfSubjectReview) and
 waits for its outcome. retry runs a Failed or Errored workflow's failed nodes
 again (with --restart-successful --node-field-selector S also the succeeded nodes S selects; -p NAME=VALUE
-overrides an argument parameter); the controller deletes the previous run's pods itself. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
+overrides an argument parameter; these two need update on the workflow); the controller deletes the previous
+run's pods itself. Exit codes: 0 applied, 2 usage, 3 InvalidArgument,
 4 FailedPrecondition (e.g. workflow completed), 5 NotFound, 6 DeadlineExceeded (the action stays and will
-still be applied), 7 Unavailable, 8 PermissionDenied (the create was refused: RBAC or an admission policy),
-9 Unauthenticated.
+still be applied), 7 Unavailable, 8 PermissionDenied (the create was refused: RBAC or an admission policy;
+or RetryOverridesNotAuthorized), 9 Unauthenticated.
 `
 
 // repeated collects a repeatable flag's values in order.

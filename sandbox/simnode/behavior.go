@@ -41,6 +41,12 @@ type Behavior struct {
 	Jitter      float64
 	// Hold, when set, keeps main running until it is closed (after RunFor): a test's deterministic gate.
 	Hold <-chan struct{}
+	// HoldBeforeResult, when set, keeps the wait container from creating its placeholder result until it
+	// is closed (main runs meanwhile, and does not exit before the placeholder is written).
+	HoldBeforeResult <-chan struct{}
+	// HoldAfterReport, when set, keeps the wait container running after it reported and finalized the
+	// result, until it is closed: a test's gate between the report and the pod's end.
+	HoldAfterReport <-chan struct{}
 
 	Fault Fault
 }

@@ -140,6 +140,13 @@ func (p *podSim) lifecycle(ctx context.Context) error {
 	placeholder := make(chan struct{})
 	go func() {
 		defer close(placeholder)
+		if p.b.HoldBeforeResult != nil {
+			select {
+			case <-p.b.HoldBeforeResult:
+			case <-ctx.Done():
+				return
+			}
+		}
 		p.exec.initializeOutput(ctx)
 	}()
 	runFor := n.jittered(p.b.RunFor, p.b.Jitter)
@@ -201,6 +208,11 @@ func (p *podSim) lifecycle(ctx context.Context) error {
 		return err
 	}
 	waitExit := p.exec.reportAndFinalize(ctx)
+	if p.b.HoldAfterReport != nil {
+		if err := runUntil(ctx, p, p.b.HoldAfterReport); err != nil {
+			return err
+		}
+	}
 
 	done := n.now()
 	mainOK := p.b.ExitCode == 0

@@ -79,6 +79,15 @@ func retrySpec(name string, p *v1alpha1.RetryParameters) v1alpha1.WorkflowAction
 	return v1alpha1.WorkflowActionSpec{WorkflowRef: ref(name), Action: v1alpha1.ActionRetry, Retry: p}
 }
 
+// allowRetryRewrites installs config/policy's admission policy for Retries that rewrite their workflow, for
+// every namespace as shipped, and waits until the controller takes it as in force: without it such a Retry
+// fails RetryOverridesNotAuthorized (test/trust shows both sides).
+func (e *env) allowRetryRewrites() {
+	e.t.Helper()
+	harness.InstallPolicy(e.t, cp.Config(), "config/policy/retry-overrides-need-update.yaml", "")
+	harness.WaitPolicySettled(e.t, cp.Config(), actions.RetryOverridesPolicy)
+}
+
 func TestARetryRunsTheFailedStepAgainAndKeepsWhatSucceeded(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
@@ -145,6 +154,7 @@ func (e *env) createForeignPod(workflow string) *corev1.Pod {
 func TestARetryWithRestartSuccessfulRunsTheSelectedStepsAgain(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
+	e.allowRetryRewrites()
 	wf := e.Submit(`
 metadata: {name: rerun}
 spec:
@@ -182,6 +192,7 @@ spec:
 func TestARetryOverridesAParameterAndRefusesAnUndeclaredOne(t *testing.T) {
 	var node firstRunFails
 	e := newEnv(t, envOptions{script: node.script()})
+	e.allowRetryRewrites()
 	wf := e.Submit(`
 metadata: {name: params}
 spec:

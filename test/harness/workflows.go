@@ -410,3 +410,43 @@ func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
 		t.Fatal(err)
 	}
 }
+
+// ControllerServiceAccount is the identity AsController gives the controller under test.
+const ControllerServiceAccount = "system:serviceaccount:wfguard-system:wfguard-controller"
+
+// AsController installs config/rbac's controller ClusterRole, binds it cluster-wide to
+// ControllerServiceAccount, and returns config impersonating that ServiceAccount once the binding is in
+// force: a controller started with it has exactly the access an install gives it, so admission policies
+// that ask the authorizer about the requester see the controller as they would in a cluster.
+func AsController(t testing.TB, config *rest.Config) *rest.Config {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(config)
+	role := &rbacv1.ClusterRole{}
+	ReadManifest(t, "config/rbac/controller_role.yaml", role)
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		existing, gerr := kube.RbacV1().ClusterRoles().Get(t.Context(), role.Name, metav1.GetOptions{})
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		role.ResourceVersion = existing.ResourceVersion
+		_, err = kube.RbacV1().ClusterRoles().Update(t.Context(), role, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("updating ClusterRole %s: %v", role.Name, err)
+		}
+	} else if err != nil {
+		t.Fatalf("creating ClusterRole %s: %v", role.Name, err)
+	}
+	ns, name := "wfguard-system", "wfguard-controller"
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wfguard-controller-under-test"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("binding ClusterRole %s: %v", role.Name, err)
+	}
+	as := AsServiceAccount(config, ns, name, nil)
+	if err := controlplanetest.WaitAuthorized(t.Context(), as, authorizationv1.ResourceAttributes{
+		Verb: "watch", Group: "argoproj.io", Resource: "workflows"}); err != nil {
+		t.Fatal(err)
+	}
+	return as
+}

@@ -49,13 +49,13 @@ const (
 	rbacTimeout = 30 * time.Second
 )
 
-// TestInstallManifests creates every object of config/rbac and config/manager (as `kubectl apply -k`
-// would, minus the CRDs, which the control plane already installed from config/crd) with strict field
-// validation, then asks the apiserver's authorizer what the two ServiceAccounts may do.
+// TestInstallManifests creates every object of config/rbac, config/manager and config/policy (as `kubectl
+// apply -k` would, minus the CRDs, which the control plane already installed from config/crd) with strict
+// field validation, then asks the apiserver's authorizer what the two ServiceAccounts may do.
 func TestInstallManifests(t *testing.T) {
 	root := harness.ModuleRoot(t)
 	var objs []*unstructured.Unstructured
-	for _, dir := range []string{"config/rbac", "config/manager"} {
+	for _, dir := range []string{"config/rbac", "config/manager", "config/policy"} {
 		objs = append(objs, loadKustomization(t, root, dir)...)
 	}
 	// Namespaces first, so namespaced objects can be created in them.
@@ -75,6 +75,14 @@ func TestInstallManifests(t *testing.T) {
 			"RoleBinding argo/wfguard-executor-default",
 			"Deployment argo/wfguard-controller",
 			"Service argo/wfguard-controller-metrics",
+			"ValidatingAdmissionPolicy wfguard-executor-writes-own-taskresult",
+			"ValidatingAdmissionPolicyBinding wfguard-executor-writes-own-taskresult",
+			"MutatingAdmissionPolicy wfguard-taskresult-writer-stamp",
+			"MutatingAdmissionPolicyBinding wfguard-taskresult-writer-stamp",
+			"ValidatingAdmissionPolicy " + actions.RetryOverridesPolicy,
+			"ValidatingAdmissionPolicyBinding " + actions.RetryOverridesPolicy,
+			"ValidatingAdmissionPolicy wfguard-workflow-pods-by-controller",
+			"ValidatingAdmissionPolicyBinding wfguard-workflow-pods-by-controller",
 		}
 		var got []string
 		for _, o := range objs {
@@ -82,7 +90,7 @@ func TestInstallManifests(t *testing.T) {
 		}
 		for _, w := range want {
 			if !slices.Contains(got, w) {
-				t.Errorf("no %s in config/rbac or config/manager; found %v", w, got)
+				t.Errorf("no %s in config/rbac, config/manager or config/policy; found %v", w, got)
 			}
 		}
 	})
@@ -197,6 +205,8 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can update workflowactions/status", controllerSA, argo("team-a", "update", "workflowactions", "status"), true},
 		{"the controller can patch workflowactions/status", controllerSA, argo("team-a", "patch", "workflowactions", "status"), true},
 		{"the controller can create pods", controllerSA, core("team-a", "create", "pods", ""), true},
+		{"the controller can create a workflow's pods (what the pod policy asks of pods labelled with a workflow)", controllerSA,
+			named(argo("team-a", "create", "workflows", "pods"), "any-workflow"), true},
 		{"the controller can patch pods (finalizer release, completed label)", controllerSA, core("team-a", "patch", "pods", ""), true},
 		{"the controller can delete pods (podGC)", controllerSA, core("team-a", "delete", "pods", ""), true},
 		{"the controller can read the Workflow CRD to check its schema", controllerSA,
@@ -212,6 +222,10 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller can update leases", controllerSA, attrs("coordination.k8s.io", "argo", "update", "leases", ""), true},
 		{"the controller can read its record key", controllerSA, named(core("argo", "get", "secrets", ""), "wfguard-record-key"), true},
 		{"the controller can create its record key", controllerSA, core("argo", "create", "secrets", ""), true},
+		{"the controller can read the admission policy a Retry that rewrites its workflow needs", controllerSA,
+			named(attrs("admissionregistration.k8s.io", "", "get", "validatingadmissionpolicies", ""), actions.RetryOverridesPolicy), true},
+		{"the controller can read that policy's binding", controllerSA,
+			named(attrs("admissionregistration.k8s.io", "", "get", "validatingadmissionpolicybindings", ""), actions.RetryOverridesPolicy), true},
 		{"the executor can create workflowtaskresults in argo", executorSA, argo("argo", "create", "workflowtaskresults", ""), true},
 		{"the executor can patch workflowtaskresults in argo", executorSA, argo("argo", "patch", "workflowtaskresults", ""), true},
 
@@ -231,9 +245,15 @@ func TestInstallManifests(t *testing.T) {
 		{"the controller cannot exec into pods", controllerSA, core("team-a", "create", "pods", "exec"), false},
 		{"the controller cannot read other CRDs", controllerSA,
 			authorizationv1.ResourceAttributes{Group: "apiextensions.k8s.io", Verb: "get", Resource: "customresourcedefinitions", Name: "pods.example.com"}, false},
+		{"the controller cannot read other admission policies", controllerSA,
+			named(attrs("admissionregistration.k8s.io", "", "get", "validatingadmissionpolicies", ""), "wfguard-executor-writes-own-taskresult"), false},
+		{"the controller cannot list admission policies", controllerSA, attrs("admissionregistration.k8s.io", "", "list", "validatingadmissionpolicies", ""), false},
+		{"the controller cannot change the policy it reads", controllerSA,
+			named(attrs("admissionregistration.k8s.io", "", "update", "validatingadmissionpolicies", ""), actions.RetryOverridesPolicy), false},
 		{"the controller cannot update poddisruptionbudgets", controllerSA, attrs("policy", "team-a", "update", "poddisruptionbudgets", ""), false},
 		{"the controller cannot delete leases", controllerSA, attrs("coordination.k8s.io", "argo", "delete", "leases", ""), false},
 		{"the executor cannot delete pods", executorSA, core("argo", "delete", "pods", ""), false},
+		{"the executor cannot create a workflow's pods", executorSA, argo("argo", "create", "workflows", "pods"), false},
 		{"the executor cannot get workflows", executorSA, argo("argo", "get", "workflows", ""), false},
 		{"the executor cannot delete workflowtaskresults", executorSA, argo("argo", "delete", "workflowtaskresults", ""), false},
 		{"the executor binding does not reach other namespaces", executorSA, argo("team-a", "create", "workflowtaskresults", ""), false},
@@ -274,12 +294,24 @@ func TestInstallManifests(t *testing.T) {
 // TestDefaultKustomization checks the entry point `kubectl apply -k config/default`.
 func TestDefaultKustomization(t *testing.T) {
 	root := harness.ModuleRoot(t)
-	t.Run("config/default installs the CRDs, the RBAC, the controller and the executor policy", func(t *testing.T) {
+	t.Run("config/default installs the CRDs, the RBAC, the controller and the policies", func(t *testing.T) {
 		got := readKustomization(t, filepath.Join(root, "config/default"))
 		for _, want := range []string{"../crd", "../rbac", "../manager", "../policy"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("config/default/kustomization.yaml resources = %v, missing %s", got, want)
 			}
+		}
+	})
+	t.Run("config/policy installs every policy wfguard relies on, and not the example", func(t *testing.T) {
+		got := readKustomization(t, filepath.Join(root, "config/policy"))
+		for _, want := range []string{"executor-writes-own-taskresult.yaml", "taskresult-writer-stamp.yaml", "retry-overrides-need-update.yaml",
+			"workflow-pods-by-controller.yaml"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("config/policy/kustomization.yaml resources = %v, missing %s", got, want)
+			}
+		}
+		if slices.Contains(got, "deny-terminate-for-developers.yaml") {
+			t.Errorf("config/policy/kustomization.yaml installs the example deny-terminate-for-developers.yaml")
 		}
 	})
 	for _, rel := range []string{"config/crd", "config/crd/argo"} {

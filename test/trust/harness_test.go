@@ -1,12 +1,17 @@
 package trust
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
@@ -27,12 +32,18 @@ type env struct {
 	*harness.Workflows
 	t        *testing.T
 	instance string
+	node     *simnode.Node
 }
 
 type envOptions struct {
 	// executorAsServiceAccount makes the simulated executor write results as the pod's ServiceAccount,
 	// with the pod claims of a pod-bound token.
 	executorAsServiceAccount bool
+	// controllerAsServiceAccount runs the controller with only config/rbac's controller ClusterRole
+	// (harness.AsController), as admission policies that ask the authorizer about it see it in a cluster.
+	controllerAsServiceAccount bool
+	// script scripts the simulated node's pods.
+	script simnode.Script
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -40,11 +51,16 @@ func newEnv(t *testing.T, o envOptions) *env {
 	ns := harness.Namespace(t, cp.Config(), "trust")
 	e := &env{t: t, instance: ns, Workflows: harness.NewWorkflows(t, cp.Config(), ns)}
 	e.Labels = map[string]string{common.LabelKeyControllerInstanceID: e.instance}
-	run := harness.Start(t, cp.Config(), controller.Options{
+	config := cp.Config()
+	if o.controllerAsServiceAccount {
+		config = harness.AsController(t, cp.Config())
+	}
+	run := harness.Start(t, config, controller.Options{
 		Namespace: "", InstanceID: e.instance, Workers: 4, StatusFinalizer: true,
 		Validate: controller.ArgoValidator(e.Argo), Logger: harness.Logger(t),
-	}, simnode.Options{Namespace: ns, ImpersonateServiceAccount: o.executorAsServiceAccount})
+	}, simnode.Options{Config: cp.Config(), Namespace: ns, Script: o.script, ImpersonateServiceAccount: o.executorAsServiceAccount})
 	e.Metrics = run.Controller.Registry()
+	e.node = run.Node
 	return e
 }
 
@@ -55,4 +71,23 @@ func mainArgs(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// waitAdmission waits until admission answers the dry-run create with a 403 containing refusal, or admits it
+// when refusal is "": a policy reaches admission, and leaves it, asynchronously.
+func (e *env) waitAdmission(what string, create func(ctx context.Context, dryRun metav1.CreateOptions) error, refusal string) {
+	e.t.Helper()
+	var last error
+	if err := wait.PollUntilContextTimeout(e.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := create(ctx, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if ctx.Err() == nil {
+			last = err
+		}
+		if refusal == "" {
+			return err == nil, nil
+		}
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), refusal), nil
+	}); err != nil {
+		e.t.Fatalf("admission never answered %s with %q (last error %v)", what, refusal, last)
+	}
 }

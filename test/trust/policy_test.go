@@ -2,68 +2,21 @@ package trust
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
 const policyFile = "config/policy/executor-writes-own-taskresult.yaml"
-
-// installPolicy creates config/policy's task-result policy and its binding, the binding narrowed to
-// namespace ns so the other tests of this binary (which show the controller's own checks) run without it.
-func installPolicy(t *testing.T, ns string) {
-	t.Helper()
-	root := harness.ModuleRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, policyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config())
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			t.Fatalf("parsing %s: %v", policyFile, err)
-		}
-		resource := "validatingadmissionpolicies"
-		if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
-			resource = "validatingadmissionpolicybindings"
-			if err := unstructured.SetNestedField(obj.Object, map[string]any{"namespaceSelector": map[string]any{
-				"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}, "spec", "matchResources"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		client := dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource})
-		_, err := client.Create(t.Context(), obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
-		if apierrors.IsAlreadyExists(err) { // an earlier -count run: take this namespace
-			existing, gerr := client.Get(t.Context(), obj.GetName(), metav1.GetOptions{})
-			if gerr != nil {
-				t.Fatal(gerr)
-			}
-			obj.SetResourceVersion(existing.GetResourceVersion())
-			_, err = client.Update(t.Context(), obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
-		}
-		if err != nil {
-			t.Fatalf("installing %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-}
 
 const held = `
 metadata: {name: held}
@@ -86,28 +39,11 @@ spec:
 // ServiceAccount identity holding only the executor role, is refused.
 func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	e := newEnv(t, envOptions{executorAsServiceAccount: true})
-	harness.BindExecutorRole(t, cp.Config(), e.Namespace)
-	installPolicy(t, e.Namespace)
+	e.installExecutorPolicy()
 	results := func(claims map[string][]string) versioned.Interface {
 		return versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", claims))
 	}
 	unbound := results(nil)
-	probe := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
-		Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
-	// The policy reaches admission asynchronously: wait until it refuses a token without pod claims.
-	var last error
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if ctx.Err() == nil {
-			last = err
-		}
-		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "bound to the pod"), nil
-	}); err != nil {
-		policy, _ := dynamic.NewForConfigOrDie(cp.Config()).Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io",
-			Version: "v1", Resource: "validatingadmissionpolicies"}).Get(context.Background(), "wfguard-executor-writes-own-taskresult", metav1.GetOptions{})
-		t.Fatalf("a ServiceAccount token without pod claims could still create a task result (last error %v); policy status %v", last, policy)
-	}
 
 	wf := e.Submit(held)
 	wf = e.WaitFor(wf.Name, "suspended after s1 reported through the policy", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
@@ -176,4 +112,22 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 	} else if r.Labels[common.LabelKeyWorkflow] != wf.Name || r.OwnerReferences[0].UID != wf.UID {
 		t.Errorf("s1's result was changed: labels %v, owners %v", r.Labels, r.OwnerReferences)
 	}
+}
+
+// probeResult is a task result of workflow "probe" for admission probes.
+var probeResult = &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
+	Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
+	OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
+
+// installExecutorPolicy binds the executor role in the env's namespace and installs config/policy's
+// task-result policy there, waiting until admission refuses a token without pod claims.
+func (e *env) installExecutorPolicy() {
+	e.t.Helper()
+	harness.BindExecutorRole(e.t, cp.Config(), e.Namespace)
+	harness.InstallPolicy(e.t, cp.Config(), policyFile, e.Namespace)
+	unbound := versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", nil))
+	e.waitAdmission("a token without pod claims", func(ctx context.Context, dryRun metav1.CreateOptions) error {
+		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probeResult, dryRun)
+		return err
+	}, "bound to the pod")
 }
