@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -46,12 +47,14 @@ func (d *Drainer) trusted(wf *wfv1.Workflow, records []extstatus.AppliedAction) 
 			out = append(out, r)
 			continue
 		}
-		if !d.ignored.First(fmt.Sprintf("%s/%s/%s/%s", wf.UID, r.UID, r.Outcome, r.Seal)) {
+		// Keyed by a digest: every field of a forged entry is its writer's, lengths included.
+		digest := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s", wf.UID, r.UID, r.Outcome, r.Seal)))
+		if !d.ignored.First(string(digest[:])) {
 			continue
 		}
 		d.Metrics.recordsIgnored.Inc()
 		d.Log.Warn("ignoring a write-ahead action record the controller did not write", "workflow", wf.Namespace+"/"+wf.Name,
-			"action", r.Name, "actionUID", r.UID, "outcome", r.Outcome)
+			"action", quoted(r.Name), "actionUID", quoted(string(r.UID)), "outcome", quoted(r.Outcome))
 		d.Recorder.Eventf(wf, corev1.EventTypeWarning, ReasonRecordIgnored,
 			"The record of action %s (uid %s, outcome %s) in status.appliedActions or its annotation mirror was not written by the controller (no valid seal): ignored; the action is applied as if it were not recorded",
 			quoted(r.Name), quoted(string(r.UID)), quoted(r.Outcome))

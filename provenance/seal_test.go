@@ -34,12 +34,22 @@ func TestASealVerifiesOnlyWhatItWasMadeFor(t *testing.T) {
 		{"another key does not", other, seal, PurposeAppliedAction, []string{"wf-uid", "action-uid", "Succeeded"}, false},
 		{"no seal does not", k, "", PurposeAppliedAction, []string{"wf-uid", "action-uid", "Succeeded"}, false},
 		{"a truncated seal does not", k, seal[:10], PurposeAppliedAction, []string{"wf-uid", "action-uid", "Succeeded"}, false},
+		{"a megabyte of seal is refused unhashed", k, strings.Repeat("A", 1<<20), PurposeAppliedAction, []string{"wf-uid", "action-uid", "Succeeded"}, false},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			if got := tc.key.Verify(tc.seal, tc.purpose, tc.fields...); got != tc.want {
 				t.Fatalf("Verify = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestEverySealHasTheSameLength(t *testing.T) {
+	k := mustKey(t, 1)
+	for _, fields := range [][]string{nil, {""}, {strings.Repeat("x", 1<<16)}} {
+		if got := len(k.Seal(PurposeCronRun, fields...)); got != SealLength {
+			t.Fatalf("a seal is %d characters, want %d", got, SealLength)
+		}
 	}
 }
 
