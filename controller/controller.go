@@ -120,6 +120,10 @@ type Options struct {
 	// write-ahead action records) and tells its own records from forged ones; nil records unsealed and
 	// trusts every record (--record-key-secret="").
 	RecordKey *provenance.Key
+	// MemoizeTrust says which memoization cache entries decide a node's outputs (--memoize-trust): "" and
+	// memoize.TrustAny every entry, as argo; memoize.TrustSealed only those the controller saved, which
+	// needs RecordKey. Entries are sealed whenever RecordKey is set.
+	MemoizeTrust memoize.Trust
 	// Hooks observe the pipeline, for tests that check its guarantees.
 	Hooks Hooks
 	// ArgoMetrics, when set, hears what argo's own metric names report (argometrics); nil reports nothing.
@@ -210,6 +214,9 @@ var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
 // New builds a Controller; Run starts it.
 func New(config *rest.Config, opts Options) (*Controller, error) {
 	opts = opts.withDefaults()
+	if err := opts.checkMemoizeTrust(); err != nil {
+		return nil, err
+	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
 		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
 	// In order: the informers need the clients and the queue, the pod and action parts the informers and the
@@ -267,7 +274,21 @@ func (opts Options) withDefaults() Options {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
+	if opts.MemoizeTrust == "" {
+		opts.MemoizeTrust = memoize.TrustAny
+	}
 	return opts
+}
+
+// checkMemoizeTrust refuses a trust the cache cannot honour: only a key tells the controller's entries.
+func (opts Options) checkMemoizeTrust() error {
+	if _, err := memoize.ParseTrust(string(opts.MemoizeTrust)); err != nil {
+		return err
+	}
+	if opts.MemoizeTrust == memoize.TrustSealed && opts.RecordKey == nil {
+		return fmt.Errorf("memoize trust %s needs the record key: without it no entry can be told to be the controller's", memoize.TrustSealed)
+	}
+	return nil
 }
 
 // buildClients builds the API clients.
@@ -429,6 +450,10 @@ func (c *Controller) buildEngine() error {
 	if err != nil {
 		return fmt.Errorf("registering the task-result metrics: %w", err)
 	}
+	memoMetrics, err := memoize.NewMetrics(opts.Registry)
+	if err != nil {
+		return err
+	}
 	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(c.changed)
@@ -453,6 +478,8 @@ func (c *Controller) buildEngine() error {
 		Templates:           templateSource{argo: c.argo},
 		ConfigMaps:          configMapSource{kube: c.kube, defaults: c.inf.artifactRepos.GetIndexer()},
 		Caches:              memoize.KubeConfigMaps{Kube: c.kube, FieldManager: updateOptions.FieldManager},
+		MemoProvenance:      memoize.Provenance{Key: opts.RecordKey, Trust: opts.MemoizeTrust},
+		MemoMetrics:         memoMetrics,
 		ParameterConfigMaps: c.inf.configMaps.GetIndexer(),
 		Metrics:             c.custom,
 		Validate:            opts.Validate,

@@ -9,6 +9,8 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/util/expr/argoexpr"
 	"github.com/argoproj/argo-workflows/v3/util/template"
+
+	_ "github.com/wfguard/wfguard/exprlimits" // bounds what every expression's functions may cost (docs/engine.md)
 )
 
 // cronVariables are the cronworkflow.* variables argo offers to when and stopStrategy.expression. As in

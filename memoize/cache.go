@@ -30,6 +30,9 @@ type Entry struct {
 	Outputs           *wfv1.Outputs `json:"outputs"`
 	CreationTimestamp metav1.Time   `json:"creationTimestamp"`
 	LastHitTimestamp  metav1.Time   `json:"lastHitTimestamp"`
+	// Seal is the controller's seal (provenance.PurposeMemoEntry) over what the entry decides; a field argo
+	// ignores, so argo still reads the entry (and drops the seal when it rewrites it).
+	Seal string `json:"wfguardSeal,omitempty"`
 }
 
 // keyPattern is argo's rule for cache keys (they are ConfigMap data keys).
@@ -39,59 +42,78 @@ var keyPattern = regexp.MustCompile(`^[a-zA-Z0-9][-a-zA-Z0-9]*$`)
 type Cache struct {
 	Client          ConfigMaps
 	Namespace, Name string
+	Provenance      Provenance
 }
 
-// Lookup returns the outputs cached under key and whether they count as a hit: an entry exists and, with
-// maxAge set, is younger than it at now. A hit's last-hit time is recorded in the ConfigMap, as argo does.
-func (c Cache) Lookup(ctx context.Context, key string, maxAge string, now time.Time) (*wfv1.Outputs, bool, error) {
+// Found is what a lookup found.
+type Found struct {
+	// Outputs are the cached outputs of a hit.
+	Outputs *wfv1.Outputs
+	Hit     bool
+	// Ignored says why an entry that would have been a hit did not count (IgnoredUnsealed,
+	// IgnoredInvalidSeal); "" when none was ignored.
+	Ignored string
+}
+
+// Lookup finds the entry cached under key. It is a hit when it exists, is younger than maxAge at now (any
+// age without maxAge) and counts under the cache's Provenance. The hit time is recorded in the ConfigMap
+// for every entry read, as argo does, except an ignored one: it is left for the save that replaces it.
+func (c Cache) Lookup(ctx context.Context, key string, maxAge string, now time.Time) (Found, error) {
 	var age time.Duration
 	if maxAge != "" {
 		d, err := time.ParseDuration(maxAge)
 		if err != nil {
-			return nil, false, fmt.Errorf("invalid maxAge: %s", err)
+			return Found{}, fmt.Errorf("invalid maxAge: %s", err)
 		}
 		age = d
 	}
-	entry, err := c.load(ctx, key, now)
-	if err != nil || entry == nil || entry.NodeID == "" {
-		return nil, false, err
+	cm, entry, err := c.load(ctx, key)
+	if err != nil || entry == nil {
+		return Found{}, err
 	}
-	if maxAge != "" && now.Sub(entry.CreationTimestamp.Time) > age {
-		return nil, false, nil // expired: not a hit
+	fresh := entry.NodeID != "" && (maxAge == "" || now.Sub(entry.CreationTimestamp.Time) <= age)
+	if fresh {
+		if why := c.Provenance.distrust(c.Namespace, c.Name, key, entry); why != "" {
+			return Found{Ignored: why}, nil
+		}
 	}
-	return entry.Outputs, true, nil
+	entry.LastHitTimestamp = metav1.NewTime(now)
+	if err := put(cm, key, *entry); err != nil {
+		return Found{}, err
+	}
+	if _, err := c.Client.Update(ctx, cm); err != nil {
+		return Found{}, fmt.Errorf("recording a hit in memoization cache %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	if !fresh {
+		return Found{}, nil // expired, or not argo's entry of a node: not a hit
+	}
+	return Found{Outputs: entry.Outputs, Hit: true}, nil
 }
 
-func (c Cache) load(ctx context.Context, key string, now time.Time) (*Entry, error) {
+// load reads the cache ConfigMap and the entry under key; no entry (or no ConfigMap) is nil without error.
+func (c Cache) load(ctx context.Context, key string) (*corev1.ConfigMap, *Entry, error) {
 	if !keyPattern.MatchString(key) {
-		return nil, fmt.Errorf("invalid cache key: %s", key)
+		return nil, nil, fmt.Errorf("invalid cache key: %s", key)
 	}
 	cm, err := c.Client.Get(ctx, c.Namespace, c.Name)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading memoization cache %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, nil, fmt.Errorf("reading memoization cache %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if err := checkLabel(cm); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	raw, ok := cm.Data[key]
 	if !ok || raw == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var entry Entry
 	if err := json.Unmarshal([]byte(raw), &entry); err != nil {
-		return nil, fmt.Errorf("malformed cache entry: could not unmarshal JSON; unable to parse: %w", err)
+		return nil, nil, fmt.Errorf("malformed cache entry: could not unmarshal JSON; unable to parse: %w", err)
 	}
-	entry.LastHitTimestamp = metav1.NewTime(now)
-	if err := put(cm, key, entry); err != nil {
-		return nil, err
-	}
-	if _, err := c.Client.Update(ctx, cm); err != nil {
-		return nil, fmt.Errorf("recording a hit in memoization cache %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	return &entry, nil
+	return cm, &entry, nil
 }
 
 // Save stores a succeeded node's outputs under key, creating the ConfigMap (with argo's label) if needed.
@@ -114,7 +136,11 @@ func (c Cache) Save(ctx context.Context, key, nodeID string, outputs *wfv1.Outpu
 			return err
 		}
 	}
-	if err := put(cm, key, Entry{NodeID: nodeID, Outputs: outputs, CreationTimestamp: metav1.NewTime(now), LastHitTimestamp: metav1.NewTime(now)}); err != nil {
+	entry := Entry{NodeID: nodeID, Outputs: outputs, CreationTimestamp: metav1.NewTime(now), LastHitTimestamp: metav1.NewTime(now)}
+	if entry.Seal, err = c.Provenance.seal(c.Namespace, c.Name, key, entry); err != nil {
+		return err
+	}
+	if err := put(cm, key, entry); err != nil {
 		return err
 	}
 	if _, err := c.Client.Update(ctx, cm); err != nil {

@@ -27,8 +27,8 @@ func TestASavedEntryIsAHitUntilItExpires(t *testing.T) {
 	c := Cache{Client: KubeConfigMaps{Kube: kube}, Namespace: "ns", Name: "cache-config"}
 	v := wfv1.AnyString("world")
 	outputs := &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "hello", Value: &v}}}
-	if _, hit, err := c.Lookup(context.Background(), "cache-key", "10s", now); hit || err != nil {
-		t.Fatalf("a missing cache ConfigMap is a hit (%v) or an error (%v), want a miss", hit, err)
+	if found, err := c.Lookup(context.Background(), "cache-key", "10s", now); found.Hit || err != nil {
+		t.Fatalf("a missing cache ConfigMap is a hit (%v) or an error (%v), want a miss", found.Hit, err)
 	}
 	if err := c.Save(context.Background(), "cache-key", "node-1", outputs, now); err != nil {
 		t.Fatal(err)
@@ -53,12 +53,12 @@ func TestASavedEntryIsAHitUntilItExpires(t *testing.T) {
 		{"without maxAge an entry never expires", now.Add(24 * time.Hour), "", true},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			got, hit, err := c.Lookup(context.Background(), "cache-key", tc.maxAge, tc.at)
-			if err != nil || hit != tc.want {
-				t.Fatalf("hit %v (%v), want %v", hit, err, tc.want)
+			found, err := c.Lookup(context.Background(), "cache-key", tc.maxAge, tc.at)
+			if err != nil || found.Hit != tc.want {
+				t.Fatalf("hit %v (%v), want %v", found.Hit, err, tc.want)
 			}
-			if hit && got.Parameters[0].Value.String() != "world" {
-				t.Fatalf("outputs %+v, want the saved ones", got)
+			if found.Hit && found.Outputs.Parameters[0].Value.String() != "world" {
+				t.Fatalf("outputs %+v, want the saved ones", found.Outputs)
 			}
 		})
 	}
@@ -88,7 +88,7 @@ func TestWhatTheCacheCannotUseIsRefused(t *testing.T) {
 			if tc.cm != nil {
 				kube = fake.NewClientset(tc.cm)
 			}
-			_, _, err := Cache{Client: KubeConfigMaps{Kube: kube}, Namespace: "ns", Name: "c"}.Lookup(context.Background(), tc.key, tc.maxAge, now)
+			_, err := Cache{Client: KubeConfigMaps{Kube: kube}, Namespace: "ns", Name: "c"}.Lookup(context.Background(), tc.key, tc.maxAge, now)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one starting %q", err, tc.want)
 			}

@@ -15,7 +15,8 @@ const (
 	PurposeAppliedAction = "applied-action"
 	// PurposeCronRun seals a CronWorkflow's run: (CronWorkflow UID, run name).
 	PurposeCronRun = "cron-run"
-	// PurposeMemoEntry seals a memoization cache entry: (namespace, cache ConfigMap, key, node ID, outputs JSON).
+	// PurposeMemoEntry seals a memoization cache entry: (namespace, cache ConfigMap, key, node ID, outputs JSON,
+	// creation time).
 	PurposeMemoEntry = "memo-entry"
 )
 

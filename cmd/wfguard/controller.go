@@ -36,6 +36,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -56,6 +57,7 @@ type controllerFlags struct {
 	instanceID         string
 	configMap          string
 	recordKeySecret    string
+	memoizeTrust       string
 	controllerNS       string
 	leaderElect        bool
 	leaderElectionNS   string
@@ -91,6 +93,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 		"name of argo's controller ConfigMap, in the controller's namespace ($NAMESPACE, default argo); missing is the defaults, invalid at start stops the start")
 	fs.StringVar(&f.recordKeySecret, "record-key-secret", provenance.DefaultSecretName,
 		"Secret in the controller's namespace ($NAMESPACE, default argo) holding the key that seals the controller's records (created when missing); \"\" records unsealed and trusts records anyone who may update a workflow can forge")
+	fs.StringVar(&f.memoizeTrust, "memoize-trust", string(memoize.TrustAny),
+		"which memoization cache entries decide a node's outputs: any (argo's behaviour: every entry, also one anyone who may write ConfigMaps in the namespace forged) or sealed (only entries the controller saved, sealed with the record key; others are a miss and the node runs)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", os.Getenv("LEADER_ELECTION_DISABLE") != "true", "elect a leader with a Lease (LEADER_ELECTION_DISABLE=true turns it off)")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", envOr("NAMESPACE", "argo"), "namespace of the leader-election Lease")
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "name of the Lease (default workflow-controller[-<instanceid>])")
@@ -151,6 +155,13 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerFlags, er
 	}
 	if f.logFormat != "json" && f.logFormat != "text" {
 		return nil, fmt.Errorf("--log-format must be json or text, got %q", f.logFormat)
+	}
+	trust, err := memoize.ParseTrust(f.memoizeTrust)
+	if err != nil {
+		return nil, fmt.Errorf("--memoize-trust must be %s or %s, got %q", memoize.TrustAny, memoize.TrustSealed, f.memoizeTrust)
+	}
+	if trust == memoize.TrustSealed && f.recordKeySecret == "" {
+		return nil, fmt.Errorf("--memoize-trust=%s needs the record key: --record-key-secret must not be empty", memoize.TrustSealed)
 	}
 	return f, nil
 }
@@ -288,6 +299,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	opts := controller.Options{
 		Namespace: namespace, InstanceID: instanceID, Config: settings, Workers: f.workers, ExecutorImage: f.executorImage,
 		RecordKey:       recordKey,
+		MemoizeTrust:    memoize.Trust(f.memoizeTrust),
 		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
 		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
 		StatusCoalesceWindow: f.coalesceWindow,
@@ -325,7 +337,7 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 // the first time; nil with a warning when the flag is "".
 func loadRecordKey(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger) (*provenance.Key, error) {
 	if f.recordKeySecret == "" {
-		log.Warn("--record-key-secret is empty: action records are written unsealed, and records another identity forged in a workflow are trusted")
+		log.Warn("--record-key-secret is empty: action records and memoization cache entries are written unsealed, and records another identity forged in a workflow are trusted")
 		return nil, nil
 	}
 	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))

@@ -65,6 +65,11 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 			`--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "application/yaml"`},
 		{"controller -h lists the content type", []string{"controller", "-h"}, 0, "-kube-api-content-type"},
 		{"controller -h says an invalid ConfigMap stops the start", []string{"controller", "-h"}, 0, "invalid at start stops the start"},
+		{"controller -h lists the memoize trust", []string{"controller", "-h"}, 0, "-memoize-trust"},
+		{"a memoize trust that is neither any nor sealed is named", []string{"controller", "--memoize-trust=trusted"}, 2,
+			`--memoize-trust must be any or sealed, got "trusted"`},
+		{"sealed memoization without the record key is refused", []string{"controller", "--memoize-trust=sealed", "--record-key-secret="}, 2,
+			"--memoize-trust=sealed needs the record key: --record-key-secret must not be empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/synchronization"
@@ -57,6 +58,10 @@ type Engine struct {
 	// Caches reads and writes memoization cache ConfigMaps (memoize); nil: a memoized template errors with
 	// argo's "cache could not be found or created".
 	Caches memoize.ConfigMaps
+	// MemoProvenance seals the cache entries the engine saves and says which entries count (the zero value:
+	// unsealed, every entry counts, as argo); MemoMetrics counts the entries it ignored (nil: none).
+	MemoProvenance memoize.Provenance
+	MemoMetrics    *memoize.Metrics
 	// Metrics checks custom metric emissions before they are recorded in a pass; nil: only the rules that
 	// need no registry apply when they are emitted.
 	Metrics MetricsChecker
@@ -73,6 +78,8 @@ type Engine struct {
 	StatusFinalizer bool
 	// memoSaved are the memoized nodes (workflow UID/node ID) whose outputs this process saved.
 	memoSaved sync.Map
+	// memoIgnored are the ignored cache entries already reported, by workflow UID and entry.
+	memoIgnored reportonce.Keys
 	// resolved remembers template resolutions (processArgs).
 	resolved resolvedTemplates
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of

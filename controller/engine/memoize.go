@@ -18,7 +18,22 @@ func (e *Engine) memoCache(p *Pass, m *wfv1.Memoize) (memoize.Cache, error) {
 	if e.Caches == nil || m.Cache == nil || m.Cache.ConfigMap == nil || m.Cache.ConfigMap.Name == "" {
 		return memoize.Cache{}, memoize.ErrNoCache
 	}
-	return memoize.Cache{Client: e.Caches, Namespace: p.WF.Namespace, Name: m.Cache.ConfigMap.Name}, nil
+	return memoize.Cache{Client: e.Caches, Namespace: p.WF.Namespace, Name: m.Cache.ConfigMap.Name, Provenance: e.MemoProvenance}, nil
+}
+
+// ReasonMemoEntryIgnored is the Warning Event on a workflow one of whose memoized nodes found an entry the
+// controller did not save (--memoize-trust=sealed): the entry was ignored and the node ran.
+const ReasonMemoEntryIgnored = "WorkflowMemoizationEntryIgnored"
+
+// reportIgnoredEntry records, once per workflow and entry, that a cache entry was not taken.
+func (e *Engine) reportIgnoredEntry(p *Pass, cache memoize.Cache, key, nodeName, why string) {
+	if !e.memoIgnored.First(fmt.Sprintf("%s/%s/%s/%s", p.WF.UID, cache.Namespace, cache.Name, key)) {
+		return
+	}
+	e.MemoMetrics.EntryIgnored(why)
+	p.Events = append(p.Events, Event{Warning: true, Reason: ReasonMemoEntryIgnored, Message: fmt.Sprintf(
+		"The memoization cache entry %q in ConfigMap %s/%s was not saved by the controller (%s): ignored, node %s runs (--memoize-trust=sealed)",
+		key, cache.Namespace, cache.Name, why, nodeName)})
 }
 
 // memoLookup looks a memoized template's key up before its node is created. A hit creates the node
@@ -29,12 +44,14 @@ func (e *Engine) memoLookup(ctx context.Context, p *Pass, nodeName, displayName 
 	n *wfv1.NodeStatus, status *wfv1.MemoizationStatus, done bool, err error) {
 	cache, err := e.memoCache(p, tmpl.Memoize)
 	if err == nil {
-		var outputs *wfv1.Outputs
-		var hit bool
-		outputs, hit, err = cache.Lookup(ctx, tmpl.Memoize.Key, tmpl.Memoize.MaxAge, p.Now)
-		status = &wfv1.MemoizationStatus{Hit: hit, Key: tmpl.Memoize.Key, CacheName: cache.Name}
-		if err == nil && hit {
-			return e.cacheHitNode(p, nodeName, displayName, tmpl, boundaryID, outputs, status), nil, true, nil
+		var found memoize.Found
+		found, err = cache.Lookup(ctx, tmpl.Memoize.Key, tmpl.Memoize.MaxAge, p.Now)
+		status = &wfv1.MemoizationStatus{Hit: found.Hit, Key: tmpl.Memoize.Key, CacheName: cache.Name}
+		if err == nil && found.Hit {
+			return e.cacheHitNode(p, nodeName, displayName, tmpl, boundaryID, found.Outputs, status), nil, true, nil
+		}
+		if err == nil && found.Ignored != "" {
+			e.reportIgnoredEntry(p, cache, tmpl.Memoize.Key, nodeName, found.Ignored)
 		}
 	}
 	if err != nil && cacheRetryable(err) {
@@ -84,7 +101,7 @@ func (e *Engine) saveMemoized(ctx context.Context, p *Pass) error {
 		if _, saved := e.memoSaved.Load(key); saved {
 			continue
 		}
-		cache := memoize.Cache{Client: e.Caches, Namespace: p.WF.Namespace, Name: ms.CacheName}
+		cache := memoize.Cache{Client: e.Caches, Namespace: p.WF.Namespace, Name: ms.CacheName, Provenance: e.MemoProvenance}
 		if e.Caches == nil {
 			p.markPhase(n, wfv1.NodeError, memoize.ErrNoCache.Error())
 			continue

@@ -1,18 +1,23 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/wfguard/wfguard/memoize"
+	"github.com/wfguard/wfguard/provenance"
 )
 
 const memoized = `
@@ -83,5 +88,63 @@ func TestAnUnlabelledCacheConfigMapErrorsTheNode(t *testing.T) {
 	want := "memoization configmap doesn't have workflows.argoproj.io/configmap-type label, refusing to use it"
 	if len(w.pods.created) != 0 || n.Phase != wfv1.NodeError || n.Message != want {
 		t.Fatalf("node %s %q with %d pods, want Error %q", n.Phase, n.Message, len(w.pods.created), want)
+	}
+}
+
+// Under --memoize-trust=sealed an entry the controller did not save is a miss: the node runs, the workflow
+// is told once (a Warning Event, the metric), and the outputs it saves are sealed, so the next workflow with
+// the key is served from them.
+func TestUnderSealedTrustAForgedEntryIsReportedOnceAndTheNodeRuns(t *testing.T) {
+	w := newLockWorld(t)
+	forged := fmt.Sprintf(`{"nodeID":"forged","outputs":{"parameters":[{"name":"hello","value":"FORGED"}]},"creationTimestamp":%q,"lastHitTimestamp":null}`,
+		w.now.Format(time.RFC3339))
+	kube := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache-config",
+		Labels: map[string]string{common.LabelKeyConfigMapType: common.LabelValueTypeConfigMapCache}}, Data: map[string]string{"cache-key": forged}})
+	key, err := provenance.NewKey(bytes.Repeat([]byte{1}, provenance.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := memoize.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.e.Caches, w.e.MemoMetrics = memoize.KubeConfigMaps{Kube: kube}, metrics
+	w.e.MemoProvenance = memoize.Provenance{Key: key, Trust: memoize.TrustSealed}
+
+	first := w.workflow(fmt.Sprintf(memoized, "first", "55555555-5555-5555-5555-555555555555"), w.now)
+	id := first.NodeID("first")
+	events := w.pass(first).Events
+	if w.pods.created[id] == nil || first.Status.Nodes[id].MemoizationStatus.Hit {
+		t.Fatalf("the forged entry was served: node %+v", first.Status.Nodes[id])
+	}
+	events = append(events, w.pass(first).Events...) // a later pass reports it no more
+	var ignored []Event
+	for _, ev := range events {
+		if ev.Reason == ReasonMemoEntryIgnored {
+			ignored = append(ignored, ev)
+		}
+	}
+	if len(ignored) != 1 || !ignored[0].Warning || !strings.Contains(ignored[0].Message, `"cache-key" in ConfigMap ns/cache-config`) ||
+		!strings.Contains(ignored[0].Message, memoize.IgnoredUnsealed) {
+		t.Fatalf("events %+v, want one Warning %s naming the entry and why", ignored, ReasonMemoEntryIgnored)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP wfguard_memoization_entries_ignored_total Memoization cache entries that would have decided a node's outputs but were not saved by the controller (--memoize-trust=sealed), ignored: the node ran. By reason (unsealed, invalid_seal); counted once per workflow and entry.
+# TYPE wfguard_memoization_entries_ignored_total counter
+wfguard_memoization_entries_ignored_total{reason="unsealed"} 1
+`), "wfguard_memoization_entries_ignored_total"); err != nil {
+		t.Fatal(err)
+	}
+
+	world := wfv1.AnyString("world")
+	w.outputs[id] = &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "hello", Value: &world}}}
+	w.done[id] = true
+	w.pass(first)
+	second := w.workflow(fmt.Sprintf(memoized, "second", "66666666-6666-6666-6666-666666666666"), w.now)
+	w.pass(second)
+	n := second.Status.Nodes[second.NodeID("second")]
+	if w.pods.created[n.ID] != nil || !n.MemoizationStatus.Hit || n.Outputs.Parameters[0].Value.String() != "world" {
+		t.Fatalf("the next workflow was not served the sealed real outputs: %+v, outputs %+v", n.MemoizationStatus, n.Outputs)
 	}
 }

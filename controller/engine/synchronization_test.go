@@ -52,7 +52,8 @@ func (w *lockWorld) workflow(manifest string, created time.Time) *wfv1.Workflow 
 }
 
 // pass runs one reconcile of wf: the pods the world finished are seen Succeeded with their results.
-func (w *lockWorld) pass(wf *wfv1.Workflow) {
+// pass runs one pass of wf and returns it (its Events).
+func (w *lockWorld) pass(wf *wfv1.Workflow) *Pass {
 	w.now = w.now.Add(time.Second)
 	p := &Pass{WF: wf, Ext: w.exts[wf.Name], Now: w.now, Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
 	var results []*wfv1.WorkflowTaskResult
@@ -74,6 +75,7 @@ func (w *lockWorld) pass(wf *wfv1.Workflow) {
 			w.t.Fatal(err)
 		}
 	}
+	return p
 }
 
 const wfLevelMutex = `

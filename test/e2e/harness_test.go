@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/controlplanetest"
@@ -52,6 +53,7 @@ func (e *env) controllerOptions(o envOptions) controller.Options {
 		WrapListWatch: o.wrap, Clock: o.clock, ActionTTL: o.ttl, Points: o.points,
 		StatusCoalesceWindow: o.coalesce, PassDeadline: o.passDeadline, OldPodWait: o.oldPodWait,
 		MaxWorkflowSize: o.maxSize, WrapHandler: o.wrapHandler, OrphanSweepInterval: o.sweep,
+		MemoizeTrust: o.memoizeTrust,
 	}
 }
 
@@ -77,6 +79,8 @@ type envOptions struct {
 	sweep time.Duration
 	// noStatusFinalizer runs without --pod-status-finalizer.
 	noStatusFinalizer bool
+	// memoizeTrust is the MemoizeTrust ("": the default, any).
+	memoizeTrust memoize.Trust
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
