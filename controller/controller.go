@@ -489,6 +489,7 @@ func (c *Controller) buildEngine() error {
 		InstanceID:          opts.InstanceID,
 		StatusFinalizer:     opts.StatusFinalizer,
 		OldPodWait:          opts.OldPodWait,
+		RecordKey:           opts.RecordKey,
 	}
 	return nil
 }

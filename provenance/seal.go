@@ -15,6 +15,8 @@ const (
 	PurposeAppliedAction = "applied-action"
 	// PurposeCronRun seals a CronWorkflow's run: (CronWorkflow UID, run name).
 	PurposeCronRun = "cron-run"
+	// PurposeWorkflowStart seals a workflow the controller validated and started: (workflow UID).
+	PurposeWorkflowStart = "workflow-start"
 	// PurposeMemoEntry seals a memoization cache entry: (namespace, cache ConfigMap, key, node ID, outputs JSON,
 	// creation time).
 	PurposeMemoEntry = "memo-entry"

@@ -19,12 +19,22 @@ const adoptTimeout = startTimeout
 // adopt checks a running workflow this controller did not start. One it cannot carry on is ended Error with
 // the reason, its running pods stopped, rather than run with part of its spec or status ignored.
 func (e *Engine) adopt(p *Pass) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
+	defer cancel()
 	reason := notAdoptable(p)
+	if reason == "" && !e.startSealed(p) {
+		// Not started here: not even by this controller before a restart. Checked as Start checks a new one.
+		var err error
+		if reason, err = e.checkNotStartedHere(ctx, p); err != nil {
+			return false, err
+		}
+		if reason == "" {
+			e.sealStart(p)
+		}
+	}
 	if reason == "" {
 		return true, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
-	defer cancel()
 	if err := e.stopAllPods(ctx, p); err != nil {
 		return false, err // transient: retried, the workflow still Running
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/podgc"
+	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 )
@@ -82,6 +83,9 @@ type Engine struct {
 	memoIgnored reportonce.Keys
 	// resolved remembers template resolutions (processArgs).
 	resolved resolvedTemplates
+	// RecordKey seals the workflows this controller started (AnnotationStartSeal); nil trusts every
+	// workflow's status, as before.
+	RecordKey *provenance.Key
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -152,7 +156,7 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	if !e.admitted(p) {
 		return false, nil
 	}
-	if wf.Status.Phase == wfv1.WorkflowPending && !wasThrottled {
+	if wf.Status.Phase == wfv1.WorkflowPending && !wasThrottled && e.startSealed(p) {
 		return e.startWaiting(ctx, p) // validated when first seen; waiting for its locks
 	}
 	if wasThrottled {
@@ -194,6 +198,7 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	if ok, err := e.startArtifactRepository(ctx, p); !ok || err != nil {
 		return false, err
 	}
+	e.sealStart(p)
 	return e.startWaiting(ctx, p)
 }
 

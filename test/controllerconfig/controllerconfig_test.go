@@ -9,6 +9,7 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -370,4 +371,59 @@ func conditionOf(wf *wfv1.Workflow, t wfv1.ConditionType) *wfv1.Condition {
 		}
 	}
 	return nil
+}
+
+// Found reviewing issue #44's fixes: the Workflow CRD has no status subresource, so whoever may create a
+// workflow may create it with a status. "Running" or "Pending" made the controller skip what it checks when
+// it first sees a workflow — here the ConfigMap's workflowRestrictions, which require a workflowTemplateRef —
+// and a status.storedWorkflowSpec made a workflowTemplateRef run other templates than the template's. A
+// workflow the controller did not start is checked as a new one.
+func TestAStatusWrittenAtCreationSkipsNoneOfTheChecksOfANewWorkflow(t *testing.T) {
+	e := start(t, "workflowRestrictions: {templateReferencing: Strict}\n", simnode.Script{})
+	approved := &wfv1.WorkflowTemplate{ObjectMeta: metav1.ObjectMeta{Name: "approved"}, Spec: wfv1.WorkflowSpec{Entrypoint: "main",
+		Templates: []wfv1.Template{{Name: "main", Container: &corev1.Container{Image: "alpine", Command: []string{"echo", "approved"}}}}}}
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTemplates(e.Namespace).Create(t.Context(), approved, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	alice := versioned.NewForConfigOrDie(e.Grant(cp.Config(), "alice",
+		rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group}, Resources: []string{"workflows"}, Verbs: []string{"create", "get"}}))
+	inline := wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main",
+		Container: &corev1.Container{Image: "alpine", Command: []string{"echo", "inline"}}}}}
+	evil := &wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main",
+		Container: &corev1.Container{Image: "alpine", Command: []string{"echo", "evil"}}}}}
+	for _, tc := range []struct {
+		sentence string
+		spec     wfv1.WorkflowSpec
+		status   wfv1.WorkflowStatus
+		want     wfv1.WorkflowPhase
+		message  string // substring of the workflow's message
+	}{
+		{"an inline workflow created Running is refused as a new one would be", inline,
+			wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning}, wfv1.WorkflowError, engine.ReferenceModeMessage},
+		{"an inline workflow created Pending is refused as a new one would be", inline,
+			wfv1.WorkflowStatus{Phase: wfv1.WorkflowPending}, wfv1.WorkflowError, engine.ReferenceModeMessage},
+		{"a workflowTemplateRef created Running with its own storedWorkflowSpec runs none of it", wfv1.WorkflowSpec{WorkflowTemplateRef: &wfv1.WorkflowTemplateRef{Name: "approved"}},
+			wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, StoredWorkflowSpec: evil}, wfv1.WorkflowError, "is not the spec workflow template approved gives"},
+		{"a workflowTemplateRef submitted as usual runs the template", wfv1.WorkflowSpec{WorkflowTemplateRef: &wfv1.WorkflowTemplateRef{Name: "approved"}},
+			wfv1.WorkflowStatus{}, wfv1.WorkflowSucceeded, ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{GenerateName: "created-"}, Spec: tc.spec, Status: tc.status}
+			created, err := alice.ArgoprojV1alpha1().Workflows(e.Namespace).Create(t.Context(), wf, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := e.WaitFor(created.Name, "completed", timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+			if done.Status.Phase != tc.want || !strings.Contains(done.Status.Message, tc.message) {
+				t.Errorf("workflow = %s %q, want %s %q", done.Status.Phase, done.Status.Message, tc.want, tc.message)
+			}
+			for _, pod := range e.pods(created.Name) {
+				for _, c := range pod.Spec.Containers {
+					if c.Name == "main" && !slices.Contains(c.Command, "approved") {
+						t.Errorf("pod %s runs %v: only the approved template may run", pod.Name, c.Command)
+					}
+				}
+			}
+		})
+	}
 }
