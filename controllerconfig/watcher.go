@@ -25,6 +25,9 @@ import (
 // ReasonConfigMapInvalid is the Warning Event on the ConfigMap when a version of it cannot be parsed.
 const ReasonConfigMapInvalid = "ConfigMapInvalid"
 
+// ReasonConfigMapDeleted is the Warning Event on the ConfigMap when it is deleted while the controller runs.
+const ReasonConfigMapDeleted = "ConfigMapDeleted"
+
 // Options configure a Watcher.
 type Options struct {
 	Kube      kubernetes.Interface
@@ -88,7 +91,7 @@ func NewWatcher(opts Options) (*Watcher, error) {
 	w.registration, err = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.load(obj) },
 		UpdateFunc: func(_, obj any) { w.load(obj) },
-		DeleteFunc: func(any) { w.reset() },
+		DeleteFunc: w.deleted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("adding the controller ConfigMap handler: %w", err)
@@ -214,13 +217,24 @@ func (w *Watcher) readFailed(ctx context.Context, r *cache.Reflector, err error)
 	w.log.Error("cannot read the controller ConfigMap; retrying, and not starting until it is read", "err", err)
 }
 
-func (w *Watcher) reset() {
+// deleted keeps the config in force: falling back to the defaults while running would drop the
+// ConfigMap's fences (instanceID, workflowRestrictions, the executor's settings) on whoever may delete a
+// ConfigMap in the controller's namespace. argo's controller exits instead; wfguard keeps running, and the
+// defaults apply from the next start.
+func (w *Watcher) deleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
 	w.mu.Lock()
 	w.inForce, w.startErr = true, nil
+	recorder := w.opts.Recorder
 	w.mu.Unlock()
 	w.metrics.loads.WithLabelValues(resultDeleted).Inc()
-	w.log.Warn("controller ConfigMap deleted; the defaults are in force")
-	w.publish(&config.Config{})
+	w.log.Error("controller ConfigMap deleted; the last valid config stays in force until the controller restarts, which then starts with the defaults")
+	if cm, ok := obj.(*corev1.ConfigMap); ok && recorder != nil {
+		recorder.Event(cm, corev1.EventTypeWarning, ReasonConfigMapDeleted,
+			"the controller ConfigMap was deleted; the last valid config stays in force until the controller restarts, which then starts with the defaults")
+	}
 }
 
 func (w *Watcher) publish(cfg *config.Config) {

@@ -99,7 +99,8 @@ func TestWatcher(t *testing.T) {
 		t.Errorf("unsupported keys gauge = %v, want 1", got)
 	}
 
-	// Invalid, then deleted: the deletion, not the invalid version, decides (the defaults).
+	// Invalid, then deleted: the last valid config stays in force (argo exits; the defaults would drop the
+	// ConfigMap's fences).
 	update(map[string]string{"parallelism": "oops again"})
 	select {
 	case <-recorder.Events:
@@ -112,8 +113,24 @@ func TestWatcher(t *testing.T) {
 	if err := kube.CoreV1().ConfigMaps("argo").Delete(ctx, DefaultName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := (<-changes).Parallelism; got != 0 {
-		t.Errorf("parallelism after deletion = %d, want the default 0", got)
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning ConfigMapDeleted ") || !strings.Contains(e, "last valid config stays in force") {
+			t.Errorf("event = %q, want a ConfigMapDeleted Warning", e)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no ConfigMapDeleted event")
+	}
+	if got := testutil.ToFloat64(w.metrics.loads.WithLabelValues(resultDeleted)); got != 1 {
+		t.Errorf("deleted loads = %v, want 1", got)
+	}
+	if got := w.Current().Parallelism; got != 5 {
+		t.Errorf("parallelism after deletion = %d, want the last valid 5 kept", got)
+	}
+	select {
+	case c := <-changes:
+		t.Errorf("a config was published after the deletion (parallelism %d): the last valid one must stay", c.Parallelism)
+	default:
 	}
 }
 

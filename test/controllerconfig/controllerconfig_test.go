@@ -427,3 +427,19 @@ func TestAStatusWrittenAtCreationSkipsNoneOfTheChecksOfANewWorkflow(t *testing.T
 		})
 	}
 }
+
+// Found reviewing issue #44's fixes: deleting the controller ConfigMap while the controller ran brought the
+// defaults back at once, dropping its fences (here workflowRestrictions) on the word of whoever may delete a
+// ConfigMap there. The last valid config now stays in force until a restart, with a Warning Event.
+func TestDeletingTheConfigMapKeepsItsFencesUntilARestart(t *testing.T) {
+	e := start(t, "workflowRestrictions: {templateReferencing: Strict}\n", simnode.Script{})
+	if err := e.Kube.CoreV1().ConfigMaps(e.ctlNS).Delete(t.Context(), controllerconfig.DefaultName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WithT(t).InNamespace(e.ctlNS).WaitEvent("ConfigMap", controllerconfig.DefaultName, controllerconfig.ReasonConfigMapDeleted)
+	wf := e.Submit(twoSteps)
+	done := e.WaitFor(wf.Name, "completed", timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+	if done.Status.Phase != wfv1.WorkflowError || done.Status.Message != engine.ReferenceModeMessage {
+		t.Errorf("an inline workflow after the deletion = %s %q, want Error %q: the restriction must stay in force", done.Status.Phase, done.Status.Message, engine.ReferenceModeMessage)
+	}
+}
