@@ -263,10 +263,14 @@ func (e *env) runs(name string) bool {
 	return false
 }
 
-// machineCPU is the CPU time so far of the processes a run shares the machine with: the control plane's
-// components and the bench process.
-func (e *env) machineCPU() (map[string]float64, error) {
+// machineCPU is the CPU time so far of the processes a run shares the machine with (the control plane's
+// components and the bench process), and of every process on the machine (machineBusySeconds).
+func (e *env) machineCPU() (byProcess map[string]float64, busy float64, err error) {
 	pids := e.cp.Components()
 	pids[benchProcess] = os.Getpid()
-	return cpuByProcess(pids)
+	if byProcess, err = cpuByProcess(pids); err != nil {
+		return nil, 0, err
+	}
+	busy, err = machineBusySeconds()
+	return byProcess, busy, err
 }

@@ -55,6 +55,8 @@ type HostileSide struct {
 	Seconds float64 `json:"seconds"`
 	// CPUSeconds is the controller process's mean CPU time per run (submit → last release).
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// OtherCores is the cores the rest of the machine kept busy, the runs' mean (OtherCPUSeconds ÷ Seconds).
+	OtherCores float64 `json:"otherCores"`
 	// BombsEnded is every bomb's time from the submit to seen completed, over every run.
 	BombsEnded Latencies `json:"bombsEnded"`
 	// BombsAtDepth counts the bombs that ended as they must (BombOutcome.EndedAtDepth), of BombsRun.
@@ -73,10 +75,13 @@ type HostileRun struct {
 	HopLatency Latencies `json:"hopLatency"`
 	// CPUSeconds is the controller process's, submit → last release; MachineCPUSeconds the control plane's
 	// and the bench process's over the same span, by process.
-	CPUSeconds        float64                    `json:"cpuSeconds"`
-	MachineCPUSeconds map[string]float64         `json:"machineCpuSeconds,omitempty"`
-	Phases            map[wfv1.WorkflowPhase]int `json:"phases"` // the ordinary workflows'
-	Bombs             []BombOutcome              `json:"bombs,omitempty"`
+	CPUSeconds        float64            `json:"cpuSeconds"`
+	MachineCPUSeconds map[string]float64 `json:"machineCpuSeconds,omitempty"`
+	// OtherCPUSeconds is the CPU time the rest of the machine used over the run: every process's less the
+	// measured ones' (the other sessions' tests that shared the cores).
+	OtherCPUSeconds float64                    `json:"otherCpuSeconds"`
+	Phases          map[wfv1.WorkflowPhase]int `json:"phases"` // the ordinary workflows'
+	Bombs           []BombOutcome              `json:"bombs,omitempty"`
 
 	hops []time.Duration
 }
@@ -177,12 +182,19 @@ func (e *env) hostileRun(ctx context.Context, side hostileSide, n, m int, bombs 
 	}
 	r := done.run
 	run := HostileRun{Seconds: r.Seconds, HopLatency: r.HopLatency, hops: r.hops, CPUSeconds: r.CPUSeconds,
-		MachineCPUSeconds: r.MachineCPUSeconds, Phases: r.Phases}
+		MachineCPUSeconds: r.MachineCPUSeconds, OtherCPUSeconds: otherCPUSeconds(r.RunStats, r.CPUSeconds), Phases: r.Phases}
 	if len(bombs) == 0 {
 		return run, nil
 	}
 	run.Bombs, err = e.bombOutcomes(ctx, done.namespace, shapes, done.besideEnded)
 	return run, err
+}
+
+// otherCPUSeconds is what the machine used over a run beyond the measured processes and the controller (0
+// when it used less: the controller's CPU is read a little later, after the last release).
+func otherCPUSeconds(s RunStats, controller float64) float64 {
+	measured, _ := totalCPU(s, controller)
+	return max(s.MachineBusySeconds-measured, 0)
 }
 
 // bombOutcomes reads how each bomb of a run ended from the API server; ended is when the observer saw each
@@ -240,6 +252,7 @@ func newHostileSide(runs []HostileRun) HostileSide {
 		hops = append(hops, r.hops...)
 		s.Seconds += r.Seconds / float64(len(runs))
 		s.CPUSeconds += r.CPUSeconds / float64(len(runs))
+		s.OtherCores += ratioOf(r.OtherCPUSeconds, r.Seconds) / float64(len(runs))
 		for _, b := range r.Bombs {
 			s.BombsRun++
 			if b.EndedAtDepth() {
@@ -290,7 +303,7 @@ func (h *HostileResult) writeText(w io.Writer) {
 	fmt.Fprintf(w, "hostile (wfguard): %d chains × %d pods, alone and beside %d recursion bombs (%s), %d rounds\n",
 		h.Workflows, h.Pods/max(h.Workflows, 1), h.Bombs, strings.Join(shapes, ", "), len(h.Rounds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  run\tplace\thop p50 / p99 ms\tlast ordinary done s\tcontroller CPU s\tbombs at depth\tbombs ended p50 / max s\n")
+	fmt.Fprintf(tw, "  run\tplace\thop p50 / p99 ms\tlast ordinary done s\tcontroller CPU s\tother work, cores\tbombs at depth\tbombs ended p50 / max s\n")
 	type row struct {
 		side hostileSide
 		run  HostileRun
@@ -305,12 +318,13 @@ func (h *HostileResult) writeText(w io.Writer) {
 		return cmp.Or(cmp.Compare(a.run.Round, b.run.Round), cmp.Compare(a.run.Position, b.run.Position))
 	})
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  round %d %s\t#%d\t%.0f / %.0f\t%.1f\t%.1f\t%s\n", r.run.Round, r.side, r.run.Position, r.run.HopLatency.P50Ms,
-			r.run.HopLatency.P99Ms, r.run.Seconds, r.run.CPUSeconds, bombCells(newHostileSide([]HostileRun{r.run})))
+		fmt.Fprintf(tw, "  round %d %s\t#%d\t%.0f / %.0f\t%.1f\t%.1f\t%.2f\t%s\n", r.run.Round, r.side, r.run.Position, r.run.HopLatency.P50Ms,
+			r.run.HopLatency.P99Ms, r.run.Seconds, r.run.CPUSeconds, ratioOf(r.run.OtherCPUSeconds, r.run.Seconds), bombCells(newHostileSide([]HostileRun{r.run})))
 	}
 	for _, side := range hostileSides {
 		s := h.side(side)
-		fmt.Fprintf(tw, "  all %s (mean per run)\t\t%.0f / %.0f\t%.1f\t%.1f\t%s\n", side, s.HopLatency.P50Ms, s.HopLatency.P99Ms, s.Seconds, s.CPUSeconds, bombCells(s))
+		fmt.Fprintf(tw, "  all %s (mean per run)\t\t%.0f / %.0f\t%.1f\t%.1f\t%.2f\t%s\n", side, s.HopLatency.P50Ms, s.HopLatency.P99Ms, s.Seconds, s.CPUSeconds,
+			s.OtherCores, bombCells(s))
 	}
 	tw.Flush()
 	var byRound []string

@@ -83,7 +83,8 @@ func msHops(ms ...int) []time.Duration {
 
 // hostileRun is a run with these hops, seconds to the last ordinary completion and bombs.
 func hostileRun(round, position int, seconds float64, hops []time.Duration, bombs ...BombOutcome) HostileRun {
-	return HostileRun{Round: round, Position: position, Seconds: seconds, HopLatency: summarize(hops), hops: hops, CPUSeconds: seconds / 2, Bombs: bombs}
+	return HostileRun{Round: round, Position: position, Seconds: seconds, HopLatency: summarize(hops), hops: hops, CPUSeconds: seconds / 2,
+		OtherCPUSeconds: seconds / 4, Bombs: bombs}
 }
 
 const depthMessage = "error in entry template execution: Maximum recursion depth exceeded (100 nested templates) at node b(0).a(0): a template calls itself without end"
@@ -118,6 +119,7 @@ func TestTheRunsWithBombsArePutAgainstTheRunsAloneOverEveryRoundAndRoundByRound(
 		{"the time to the last ordinary completion is the runs' mean", h.WithBombs.Seconds, 12.5},
 		{"and its ratio is of the means", h.CompletionRatio, 12.5 / 12},
 		{"the controller's CPU is the runs' mean", h.Baseline.CPUSeconds, 6},
+		{"the rest of the machine's cores are the runs' mean", h.Baseline.OtherCores, 0.25},
 		{"every bomb of every run is counted", float64(h.WithBombs.BombsRun), 4},
 		{"only those Error at the depth count as ended there", float64(h.WithBombs.BombsAtDepth), 2},
 		{"the bombs' time to end is over every run", h.WithBombs.BombsEnded.MaxMs, 1500},
@@ -133,6 +135,27 @@ func TestTheRunsWithBombsArePutAgainstTheRunsAloneOverEveryRoundAndRoundByRound(
 	}
 	if len(h.Rounds) != 2 || !h.Rounds[0].BaselineFirst || h.Rounds[1].BaselineFirst {
 		t.Errorf("rounds = %+v, want two, the baseline first in the first only", h.Rounds)
+	}
+}
+
+func TestTheOtherWorkIsWhatTheMachineUsedBeyondTheMeasuredProcesses(t *testing.T) {
+	measured := map[string]float64{"kube-apiserver": 20, "etcd": 3, "bench process": 5}
+	for _, tc := range []struct {
+		sentence   string
+		busy       float64
+		controller float64
+		want       float64
+	}{
+		{"a machine busy 40 s beside 28 s measured and a controller's 4 s had 8 s of other work", 40, 4, 8},
+		{"a machine busy with nothing else had none", 32, 4, 0},
+		{"the controller read after the last release never makes it negative", 31.5, 4, 0},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			got := otherCPUSeconds(RunStats{MachineCPUSeconds: measured, MachineBusySeconds: tc.busy}, tc.controller)
+			if got != tc.want {
+				t.Errorf("other CPU = %v s, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

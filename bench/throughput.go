@@ -33,6 +33,9 @@ type RunStats struct {
 	// holds the simulated node, the observers, the proxies and the raw clients. On a saturated machine
 	// what a controller costs them slows its pods.
 	MachineCPUSeconds map[string]float64 `json:"machineCpuSeconds,omitempty"`
+	// MachineBusySeconds is every process's CPU time on the machine over the same span: what it has beyond
+	// the measured processes' and the controller's is other work sharing the machine (other sessions' tests).
+	MachineBusySeconds float64 `json:"machineBusySeconds,omitempty"`
 	// APIServer is what the API server served over the same span: the same for every subject but for
 	// the subject's own requests and the watch events they cause.
 	APIServer *APIServerLoad `json:"apiServer,omitempty"`
@@ -211,7 +214,7 @@ func (e *env) controllerRun(ctx context.Context, c string, spec chainRun) (chain
 	if err != nil {
 		return chainRunResult{}, err
 	}
-	machineBefore, err := e.machineCPU()
+	machineBefore, busyBefore, err := e.machineCPU()
 	if err != nil {
 		return chainRunResult{}, err
 	}
@@ -231,7 +234,7 @@ func (e *env) controllerRun(ctx context.Context, c string, spec chainRun) (chain
 	if err := obs.waitWorkflows(waitCtx, append(names(wfs), names(spec.beside)...)); err != nil {
 		return chainRunResult{}, p.failed(err)
 	}
-	machineAfter, err := e.machineCPU()
+	machineAfter, busyAfter, err := e.machineCPU()
 	if err != nil {
 		return chainRunResult{}, err
 	}
@@ -260,7 +263,7 @@ func (e *env) controllerRun(ctx context.Context, c string, spec chainRun) (chain
 	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore),
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore), MachineBusySeconds: busyAfter - busyBefore,
 		APIServer: &apiLoad},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
