@@ -43,22 +43,25 @@ type Options struct {
 	// ThroughputRounds runs the throughput scenario this many times, each subject (controllers and raw
 	// clients) once per round in an order rotated each round; figures cover every round. 0: one round per
 	// subject (throughputRounds).
-	ThroughputRounds      int
-	Actions               int // concurrent WorkflowActions (each kind)
-	OrphanPods            int
-	OrphanRounds          int // orphan sweep: rounds, alternating whether the controller or the raw loop runs first
-	LateResultWorkflows   int // throughput under a delayed task-result informer
-	LateResultDelay       time.Duration
-	ScaleWorkflows        int // scale: concurrent workflows ...
-	ScalePodsPerWorkflow  int // ... each a diamond of this many pods (root → m-2 → sink)
-	MemoryWorkflows       int
-	MemoryPodsPerWorkflow int // memory: finished pods per completed workflow
+	ThroughputRounds    int
+	Actions             int // concurrent WorkflowActions (each kind)
+	OrphanPods          int
+	OrphanRounds        int // orphan sweep: rounds, alternating whether the controller or the raw loop runs first
+	LateResultWorkflows int // throughput under a delayed task-result informer
+	LateResultDelay     time.Duration
+	// HostileWorkflows are the hostile scenario's ordinary chains (ThroughputNodes pods each), run alone
+	// and beside HostileBombs recursion bombs, HostileRounds times each in alternating order.
+	HostileWorkflows, HostileBombs, HostileRounds int
+	ScaleWorkflows                                int // scale: concurrent workflows ...
+	ScalePodsPerWorkflow                          int // ... each a diamond of this many pods (root → m-2 → sink)
+	MemoryWorkflows                               int
+	MemoryPodsPerWorkflow                         int // memory: finished pods per completed workflow
 	// ControllerBinary is the wfguard binary (`wfguard controller` is run as its own process).
 	ControllerBinary string
 	// Root is the wfguard module root: argo's CRDs (config/crd/argo) and bin/workflow-controller live there.
 	// Default: the module holding the working directory.
 	Root string
-	// Only, when non-empty, runs just the named scenarios (latency, throughput, actions, orphans,
+	// Only, when non-empty, runs just the named scenarios (latency, throughput, hostile, actions, orphans,
 	// lateresults, scale, memory).
 	Only []string
 
@@ -74,13 +77,13 @@ const defaultControllerLogLevel = "warn"
 // Defaults returns the sizes `make bench` uses.
 func Defaults() Options {
 	return Options{Controllers: slices.Clone(Controllers), Workers: 32, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, ControllerLogLevel: defaultControllerLogLevel, LatencyChains: 10, ChainLength: 6, LatencyFanOuts: 5, FanOutWidth: 10,
-		ThroughputWorkflows: 100, ThroughputNodes: 5, Actions: 50, OrphanPods: 5000, OrphanRounds: 5,
+		ThroughputWorkflows: 100, ThroughputNodes: 5, HostileWorkflows: 100, HostileBombs: 20, HostileRounds: 4, Actions: 50, OrphanPods: 5000, OrphanRounds: 5,
 		LateResultWorkflows: 20, LateResultDelay: 30 * time.Second, ScaleWorkflows: 1000, ScalePodsPerWorkflow: 10, MemoryWorkflows: 10000,
 		MemoryPodsPerWorkflow: 5}
 }
 
 // scenarios are the scenario names, in the order they run.
-var scenarios = []string{"latency", "throughput", "actions", "orphans", "lateresults", "scale", "memory"}
+var scenarios = []string{"latency", "throughput", "hostile", "actions", "orphans", "lateresults", "scale", "memory"}
 
 // IsScenario reports whether name is a scenario Options.Only accepts.
 func IsScenario(name string) bool {
@@ -187,7 +190,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		run  func(context.Context, *Report) error
 	}
 	for _, s := range []scenario{
-		{"latency", e.latency}, {"throughput", e.throughput}, {"actions", e.actions},
+		{"latency", e.latency}, {"throughput", e.throughput}, {"hostile", e.hostile}, {"actions", e.actions},
 		{"orphans", e.orphans}, {"lateresults", e.lateResults}, {"scale", e.scale}, {"memory", e.memory},
 	} {
 		if !opts.wants(s.name) {
@@ -260,10 +263,14 @@ func (e *env) runs(name string) bool {
 	return false
 }
 
-// machineCPU is the CPU time so far of the processes a run shares the machine with: the control plane's
-// components and the bench process.
-func (e *env) machineCPU() (map[string]float64, error) {
+// machineCPU is the CPU time so far of the processes a run shares the machine with (the control plane's
+// components and the bench process), and of every process on the machine (machineBusySeconds).
+func (e *env) machineCPU() (byProcess map[string]float64, busy float64, err error) {
 	pids := e.cp.Components()
 	pids[benchProcess] = os.Getpid()
-	return cpuByProcess(pids)
+	if byProcess, err = cpuByProcess(pids); err != nil {
+		return nil, 0, err
+	}
+	busy, err = machineBusySeconds()
+	return byProcess, busy, err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"go.uber.org/goleak"
 
 	"github.com/wfguard/wfguard/sandbox/controlplane"
@@ -33,7 +34,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		t.Fatalf("building wfguard: %v\n%s", err, out)
 	}
 	o := Options{Controllers: Controllers, Workers: 4, QPS: 500, Burst: 1000, CoalesceWindow: time.Second, LatencyChains: 1, ChainLength: 3,
-		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, ThroughputRounds: 2, Actions: 3, OrphanPods: 30, OrphanRounds: 2, LateResultWorkflows: 2,
+		LatencyFanOuts: 1, FanOutWidth: 2, ThroughputWorkflows: 3, ThroughputNodes: 2, ThroughputRounds: 2,
+		HostileWorkflows: 3, HostileBombs: 2, HostileRounds: 2, Actions: 3, OrphanPods: 30, OrphanRounds: 2, LateResultWorkflows: 2,
 		LateResultDelay: 3 * time.Second, ScaleWorkflows: 2, ScalePodsPerWorkflow: 4, MemoryWorkflows: 40, MemoryPodsPerWorkflow: 2,
 		ControllerBinary: binary, Progress: testWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -43,7 +45,7 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		t.Fatal(err)
 	}
 
-	if r.Throughput == nil || r.Orphans == nil {
+	if r.Throughput == nil || r.Orphans == nil || r.Hostile == nil {
 		t.Fatalf("a scenario is missing from the report: %+v", r)
 	}
 	for _, c := range Controllers {
@@ -90,6 +92,31 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 			if s.HopLatency.Count != hops {
 				t.Errorf("%s hop latency over %d hops, want every round's %d", name, s.HopLatency.Count, hops)
 			}
+		}
+	})
+	t.Run("the hostile scenario runs wfguard's chains alone and beside bombs that all end at the depth, alternating which goes first", func(t *testing.T) {
+		h := r.Hostile
+		if len(h.Rounds) != 2 || !h.Rounds[0].BaselineFirst || h.Rounds[1].BaselineFirst {
+			t.Fatalf("hostile rounds %+v, want two, the baseline first in the first only", h.Rounds)
+		}
+		for _, side := range hostileSides {
+			s := h.side(side)
+			// Each 2-pod chain has one hop: 3 per run.
+			if len(s.Runs) != 2 || s.HopLatency.Count != 2*3 || s.Seconds <= 0 || s.CPUSeconds <= 0 {
+				t.Errorf("%s: %d runs, %d hops, %v s, %v CPU s; want 2 runs of 3 hops, measured", side, len(s.Runs), s.HopLatency.Count, s.Seconds, s.CPUSeconds)
+			}
+			for _, run := range s.Runs {
+				if run.Phases[wfv1.WorkflowSucceeded] != 3 || len(run.Phases) != 1 {
+					t.Errorf("%s round %d: ordinary phases %v, want 3 Succeeded", side, run.Round, run.Phases)
+				}
+			}
+		}
+		if w := h.WithBombs; w.BombsRun != 2*2 || w.BombsAtDepth != w.BombsRun || h.Baseline.BombsRun != 0 {
+			t.Errorf("bombs: %d of %d at the depth beside, %d at baseline; want all 4 beside, none at baseline: %+v", w.BombsAtDepth, w.BombsRun,
+				h.Baseline.BombsRun, w.Runs)
+		}
+		if h.HopP50Ratio <= 0 || h.HopP99Ratio <= 0 || h.CompletionRatio <= 0 {
+			t.Errorf("ratios not measured: %+v", h)
 		}
 	})
 	t.Run("wfguard creates each pod once and releases it once, with no cache bypass", func(t *testing.T) {
@@ -218,8 +245,8 @@ func TestASmallRunReportsEveryScenarioForBothControllersWithCountsThatAddUp(t *t
 		}
 	})
 	t.Run("every target gets a verdict from this run for wfguard, and the report prints them", func(t *testing.T) {
-		if len(r.Targets) != 8 {
-			t.Errorf("targets: %d, want 8", len(r.Targets))
+		if len(r.Targets) != 10 {
+			t.Errorf("targets: %d, want 10", len(r.Targets))
 		}
 		var text bytes.Buffer
 		r.WriteText(&text)

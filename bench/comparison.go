@@ -56,12 +56,6 @@ func (r *Report) comparison() []ComparisonRow {
 			}
 		}
 		pct := func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
-		ratio := func(a, b float64) float64 {
-			if b <= 0 {
-				return 0
-			}
-			return a / b
-		}
 		perRaw("throughput workflows/s", fmt.Sprintf("%.2f", raw.WorkflowsPerSec), fmt.Sprintf("%.2f", pipe.WorkflowsPerSec),
 			tp(func(ct ControllerThroughput) string { return fmt.Sprintf("%.2f", ct.WorkflowsPerSec) }))
 		perRaw("throughput pods/s", fmt.Sprintf("%.1f", raw.PodsPerSec), fmt.Sprintf("%.1f", pipe.PodsPerSec),
@@ -85,7 +79,7 @@ func (r *Report) comparison() []ComparisonRow {
 				tp(func(ct ControllerThroughput) string { return byRound(ct.Rounds, apiCPU) }))
 		}
 		perRaw("throughput ratio to raw (pipeline writes)", notApplicable, "100%", tp(func(ct ControllerThroughput) string { return pct(ct.PipelineRatio) }))
-		perRaw("throughput ratio to raw (minimum)", "100%", pct(ratio(pipe.PodsPerSec, raw.PodsPerSec)), tp(func(ct ControllerThroughput) string { return pct(ct.Ratio) }))
+		perRaw("throughput ratio to raw (minimum)", "100%", pct(ratioOf(pipe.PodsPerSec, raw.PodsPerSec)), tp(func(ct ControllerThroughput) string { return pct(ct.Ratio) }))
 		perRaw("hop latency under load p50 / p99", p50p99(raw.HopLatency), p50p99(pipe.HopLatency), tp(func(ct ControllerThroughput) string { return p50p99(ct.HopLatency) }))
 		perRaw("hop latency ratio to raw (pipeline writes) p50 / p99", notApplicable, "1.00× / 1.00×", tp(func(ct ControllerThroughput) string {
 			return fmt.Sprintf("%.2f× / %.2f×", ct.HopP50Ratio, ct.HopP99Ratio)

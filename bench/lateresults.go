@@ -32,10 +32,11 @@ func (e *env) lateResults(ctx context.Context, report *Report) error {
 	return e.eachController(func(c string) error {
 		n, m := e.opts.LateResultWorkflows, lateResultNodes
 		res := &LateResultsResult{DelaySeconds: e.opts.LateResultDelay.Seconds(), Workflows: n, Pods: n * m}
-		run, ns, err := e.controllerRun(ctx, c, "bench-late-"+c, n, m, e.opts.LateResultDelay)
+		done, err := e.controllerRun(ctx, c, chainRun{prefix: "bench-late-" + c, n: n, m: m, delay: e.opts.LateResultDelay})
 		if err != nil {
 			return err
 		}
+		run, ns := done.run, done.namespace
 		res.Run = run
 		if run.DirectReads != nil {
 			perPod := *run.DirectReads / float64(n*m)

@@ -292,6 +292,19 @@ func (o *observer) lastCompleted(names []string) time.Time {
 	return last
 }
 
+// completedSince is, for each named workflow seen completed, how long after begin it was seen so.
+func (o *observer) completedSince(begin time.Time, names []string) map[string]time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]time.Duration{}
+	for _, n := range names {
+		if done, ok := o.wfDone[n]; ok {
+			out[n] = done.Sub(begin)
+		}
+	}
+	return out
+}
+
 // waitWorkflows waits until every named workflow has completed.
 func (o *observer) waitWorkflows(ctx context.Context, names []string) error {
 	for {

@@ -43,6 +43,37 @@ func parseCPUSeconds(stat string) (float64, error) {
 	return float64(utime+stime) / clockTicksPerSecond, nil
 }
 
+// machineBusySeconds is the CPU time every process on the machine has used so far, on all cores, from
+// /proc/stat: what a run's measured processes did not use of it was the machine's other work.
+func machineBusySeconds() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("reading the machine's CPU time: %w", err)
+	}
+	return parseBusySeconds(string(data))
+}
+
+// parseBusySeconds reads the "cpu" line of /proc/stat: user, nice, system, irq, softirq and steal, the
+// fields but idle and iowait (guest time is already in user and nice).
+func parseBusySeconds(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("parsing /proc/stat: the first line %q is not the cpu line with at least 8 fields", line)
+	}
+	var busy uint64
+	for i, name := range []string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"} {
+		ticks, err := strconv.ParseUint(fields[i+1], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing %s in /proc/stat %q: %w", name, fields[i+1], err)
+		}
+		if name != "idle" && name != "iowait" {
+			busy += ticks
+		}
+	}
+	return float64(busy) / clockTicksPerSecond, nil
+}
+
 // rssBytes is a process's resident set size, from VmRSS in /proc/<pid>/status.
 func rssBytes(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

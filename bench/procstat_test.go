@@ -46,12 +46,34 @@ func TestProcReaders(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name    string
+		stat    string
+		want    float64
+		wantErr bool
+	}{
+		{"every field but idle and iowait counts, guest time being in user already",
+			"cpu  1000 20 300 5000 70 0 40 5 100 0\ncpu0 500 10 150 2500 35 0 20 2 50 0\n", 13.65, false},
+		{"a kernel without guest fields still has the eight", "cpu  100 0 100 900 0 0 0 0\n", 2, false},
+		{"a first line that is not the machine's cpu line is an error", "cpu0 1 2 3 4 5 6 7 8\n", 0, true},
+		{"a line cut short is an error, not zero", "cpu  1 2 3\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseBusySeconds(tc.stat)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("parseBusySeconds = %v, %v; want %v (error %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
 	t.Run("this process's own CPU time and RSS are read from /proc", func(t *testing.T) {
 		if cpu, err := cpuSeconds(os.Getpid()); err != nil || cpu < 0 {
 			t.Errorf("cpuSeconds(self) = %v, %v", cpu, err)
 		}
 		if rss, err := rssBytes(os.Getpid()); err != nil || rss <= 0 {
 			t.Errorf("rssBytes(self) = %v, %v", rss, err)
+		}
+		if busy, err := machineBusySeconds(); err != nil || busy <= 0 {
+			t.Errorf("machineBusySeconds() = %v, %v", busy, err)
 		}
 	})
 }

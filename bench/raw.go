@@ -96,7 +96,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err != nil {
 		return RunStats{}, err
 	}
-	machineBefore, err := e.machineCPU()
+	machineBefore, busyBefore, err := e.machineCPU()
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -124,7 +124,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	if err := obs.waitWorkflows(runCtx, wfs); err != nil {
 		return RunStats{}, err
 	}
-	machineAfter, err := e.machineCPU()
+	machineAfter, busyAfter, err := e.machineCPU()
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -141,7 +141,7 @@ func (e *env) rawRun(ctx context.Context, n, m int, mode rawMode) (RunStats, err
 	hops := obs.schedulingLatencies(predecessor)
 	stats := RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(calls.writes()) / float64(n*m), Calls: calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore),
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore), MachineBusySeconds: busyAfter - busyBefore,
 		APIServer: &apiLoad}
 	// Counted first: a run shorter than the profile would otherwise charge the wait's calls to itself.
 	if err := apiProfile.wait(); err != nil {

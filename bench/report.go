@@ -22,6 +22,7 @@ type Report struct {
 	Controllers []string                      `json:"controllers"`
 	Latency     map[string]*LatencyResult     `json:"latency,omitempty"`
 	Throughput  *ThroughputResult             `json:"throughput,omitempty"`
+	Hostile     *HostileResult                `json:"hostile,omitempty"`
 	Actions     map[string]*ActionsResult     `json:"actions,omitempty"`
 	Orphans     *OrphansResult                `json:"orphans,omitempty"`
 	LateResults map[string]*LateResultsResult `json:"lateResults,omitempty"`
@@ -74,6 +75,9 @@ type Sizes struct {
 	ThroughputWorkflows int     `json:"throughputWorkflows"`
 	ThroughputNodes     int     `json:"throughputNodes"`
 	ThroughputRounds    int     `json:"throughputRounds"`
+	HostileWorkflows    int     `json:"hostileWorkflows"`
+	HostileBombs        int     `json:"hostileBombs"`
+	HostileRounds       int     `json:"hostileRounds"`
 	Actions             int     `json:"actions"`
 	OrphanPods          int     `json:"orphanPods"`
 	OrphanRounds        int     `json:"orphanRounds"`
@@ -98,6 +102,15 @@ type Target struct {
 	ArgoVerdict  string `json:"argoVerdict"`
 }
 
+// The hostile scenario's targets (issue #44 item 2): the ordinary workflows' latency stays intact beside
+// recursion bombs, and every bomb ends at the depth.
+const (
+	targetHostileLatency = "hop latency beside recursion bombs"
+	targetHostileBombs   = "recursion bombs end"
+	// argoNotHostile is argo's cell for them: the scenario does not run it.
+	argoNotHostile = "not run: argo expands a recursion bomb for ever"
+)
+
 // maxHopRatio bounds a controller's hop latency under load against the pipeline-writes raw client's (issue #20).
 const maxHopRatio = 1.2
 
@@ -112,6 +125,7 @@ func newReport(o Options) *Report {
 	return &Report{Date: time.Now().UTC(), Machine: machine(), Controllers: o.Controllers, Sizes: Sizes{
 		Workers: o.Workers, QPS: o.QPS, Burst: o.Burst, CoalesceWindowSecs: o.CoalesceWindow.Seconds(), LatencyChains: o.LatencyChains, ChainLength: o.ChainLength, LatencyFanOuts: o.LatencyFanOuts,
 		FanOutWidth: o.FanOutWidth, ThroughputWorkflows: o.ThroughputWorkflows, ThroughputNodes: o.ThroughputNodes, ThroughputRounds: o.throughputRounds(),
+		HostileWorkflows: o.HostileWorkflows, HostileBombs: o.HostileBombs, HostileRounds: o.hostileRounds(),
 		Actions: o.Actions, OrphanPods: o.OrphanPods, OrphanRounds: max(o.OrphanRounds, 1), LateResultWorkflows: o.LateResultWorkflows,
 		LateResultDelaySecs: o.LateResultDelay.Seconds(), MemoryWorkflows: o.MemoryWorkflows,
 		MemoryPodsPerWorkflow: o.MemoryPodsPerWorkflow, ScaleWorkflows: o.ScaleWorkflows, ScalePodsPerWorkflow: o.ScalePodsPerWorkflow}}
@@ -132,6 +146,8 @@ func (r *Report) evaluate() {
 		{"scheduling latency", "p50 < 50 ms, p99 < 250 ms"},
 		{"throughput", "≥ 90% of a raw client making the pipeline's writes"},
 		{"hop latency under load", fmt.Sprintf("p50 and p99 ≤ %.1f× the pipeline-writes raw client's", maxHopRatio)},
+		{targetHostileLatency, fmt.Sprintf("p50 and p99 ≤ %.1f× without them (issue #44)", maxHopRatio)},
+		{targetHostileBombs, fmt.Sprintf("every bomb Error at the recursion depth, ≤ %d nodes", maxBombNodes)},
 		{"API calls per pod", "1 pod create, 1 finalizer release, amortized workflow updates, no cache bypass"},
 		{"WorkflowAction latency", fmt.Sprintf("p99 < %d ms with %d concurrent", actionTargetMs(r.Sizes.Actions), r.Sizes.Actions)},
 		{"orphan sweep", "≤ 1.25× a raw patch loop"},
@@ -163,6 +179,18 @@ func (r *Report) measure(name, c string) (string, string) {
 			raw := r.Throughput.RawPipeline.HopLatency
 			return fmt.Sprintf("p50 %.2f×, p99 %.2f× (%.1f / %.1f ms vs %.1f / %.1f ms)", t.HopP50Ratio, t.HopP99Ratio, t.HopLatency.P50Ms,
 				t.HopLatency.P99Ms, raw.P50Ms, raw.P99Ms), verdict(t.HopP50Ratio <= maxHopRatio && t.HopP99Ratio <= maxHopRatio)
+		}
+	case targetHostileLatency, targetHostileBombs:
+		h := r.Hostile
+		switch {
+		case c != ControllerWFGuard:
+			return argoNotHostile, verdictNotRun
+		case !h.measured():
+			break
+		case name == targetHostileLatency:
+			return h.latencyFigure(), verdict(h.intact())
+		case h.WithBombs.BombsRun > 0:
+			return h.bombsFigure(), verdict(h.WithBombs.BombsAtDepth == h.WithBombs.BombsRun)
 		}
 	case "API calls per pod":
 		t := r.throughputOf(c)
@@ -285,6 +313,9 @@ func (r *Report) WriteText(w io.Writer) {
 		tw.Flush()
 		fmt.Fprintln(w)
 		r.Throughput.writeChains(w, r.Controllers)
+	}
+	if h := r.Hostile; h != nil {
+		h.writeText(w)
 	}
 	r.writeScale(w)
 	if o := r.Orphans; o != nil {

@@ -77,6 +77,7 @@ func mergeRunStats(runs []RunStats, positions []int, workflows, pods int) RunSta
 			summed.counts[c.Call] += c.Total
 			summed.bytes[c.Call] += c.RequestBytes
 		}
+		out.MachineBusySeconds += r.MachineBusySeconds
 		out.APIServer = out.APIServer.add(r.APIServer)
 		out.Rounds = append(out.Rounds, Round{Position: positions[i], PodsPerSec: r.PodsPerSec, HopP50Ms: r.HopLatency.P50Ms, HopP99Ms: r.HopLatency.P99Ms,
 			APIServerCPUSeconds: r.MachineCPUSeconds[controlplane.KubeAPIServerBinary]})

@@ -3,7 +3,6 @@ package bench
 import (
 	"slices"
 	"testing"
-	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 )
@@ -68,26 +67,19 @@ func TestByDefaultEverySubjectRunsOnceInEveryPosition(t *testing.T) {
 }
 
 func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
-	hops := func(ms ...int) []time.Duration {
-		var out []time.Duration
-		for _, m := range ms {
-			out = append(out, time.Duration(m)*time.Millisecond)
-		}
-		return out
-	}
 	reads := func(v float64) *float64 { return &v }
 	// Two rounds of 2 workflows × 2 pods: 4 pods in 2 s, then 4 pods in 6 s.
-	first := ControllerRun{RunStats: RunStats{Seconds: 2, PodsPerSec: 2, hops: hops(100, 200),
+	first := ControllerRun{RunStats: RunStats{Seconds: 2, PodsPerSec: 2, hops: msHops(100, 200),
 		Calls:             []APICall{{Call: "create pods", Total: 4, RequestBytes: 4000}, {Call: "get configmaps", Total: 2}},
 		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 100}, Slowest: ChainTimes{HopsMs: 200}},
-		MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5}, APIServer: &APIServerLoad{Requests: 10, WatchEvents: 20, WatchEventBytes: 300}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 1.5}, MachineBusySeconds: 3, APIServer: &APIServerLoad{Requests: 10, WatchEvents: 20, WatchEventBytes: 300}},
 		CPUSeconds: 1, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(0),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 2}}
 	first.HopLatency = summarize(first.hops)
-	second := ControllerRun{RunStats: RunStats{Seconds: 6, PodsPerSec: 4.0 / 6, hops: hops(300, 400),
+	second := ControllerRun{RunStats: RunStats{Seconds: 6, PodsPerSec: 4.0 / 6, hops: msHops(300, 400),
 		Calls:             []APICall{{Call: "create pods", Total: 5, RequestBytes: 5500}, {Call: "patch pods", Total: 4}},
 		Chain:             &ChainBreakdown{Workflows: 2, Mean: ChainTimes{HopsMs: 300}, Slowest: ChainTimes{HopsMs: 400}},
-		MachineCPUSeconds: map[string]float64{"kube-apiserver": 2.5, "etcd": 1}, APIServer: &APIServerLoad{Requests: 1, WatchEvents: 2, WatchEventBytes: 30}},
+		MachineCPUSeconds: map[string]float64{"kube-apiserver": 2.5, "etcd": 1}, MachineBusySeconds: 5, APIServer: &APIServerLoad{Requests: 1, WatchEvents: 2, WatchEventBytes: 30}},
 		CPUSeconds: 3, Counters: map[string]float64{"wfguard_pods_created_total": 4}, DirectReads: reads(1),
 		Phases: map[wfv1.WorkflowPhase]int{wfv1.WorkflowSucceeded: 1, wfv1.WorkflowFailed: 1}}
 	second.HopLatency = summarize(second.hops)
@@ -114,6 +106,7 @@ func TestRoundsMergeIntoOneFigureOverEveryPodAndHop(t *testing.T) {
 		{"request bytes are summed per call", float64(requestBytes(got.Calls, "create pods")), 9500},
 		{"the machine's CPU adds up by process", got.MachineCPUSeconds["kube-apiserver"], 4},
 		{"a process of one round only is kept", got.MachineCPUSeconds["etcd"], 1},
+		{"the whole machine's CPU adds up", got.MachineBusySeconds, 8},
 		{"the API server's requests add up", got.APIServer.Requests, 11},
 		{"its watch events too", got.APIServer.WatchEvents, 22},
 		{"and their bytes", got.APIServer.WatchEventBytes, 330},

@@ -37,3 +37,11 @@ func perSecond(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// ratioOf is a ÷ b, 0 where b is not positive (a figure not measured).
+func ratioOf(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}

@@ -33,6 +33,9 @@ type RunStats struct {
 	// holds the simulated node, the observers, the proxies and the raw clients. On a saturated machine
 	// what a controller costs them slows its pods.
 	MachineCPUSeconds map[string]float64 `json:"machineCpuSeconds,omitempty"`
+	// MachineBusySeconds is every process's CPU time on the machine over the same span: what it has beyond
+	// the measured processes' and the controller's is other work sharing the machine (other sessions' tests).
+	MachineBusySeconds float64 `json:"machineBusySeconds,omitempty"`
 	// APIServer is what the API server served over the same span: the same for every subject but for
 	// the subject's own requests and the watch events they cause.
 	APIServer *APIServerLoad `json:"apiServer,omitempty"`
@@ -81,17 +84,11 @@ type ThroughputResult struct {
 
 // ratios sets each controller's ratios to the raw clients' runs (0 where a raw figure is 0).
 func (res *ThroughputResult) ratios() {
-	div := func(a, b float64) float64 {
-		if b <= 0 {
-			return 0
-		}
-		return a / b
-	}
 	for _, t := range res.Controllers {
-		t.Ratio = div(t.PodsPerSec, res.Raw.PodsPerSec)
-		t.PipelineRatio = div(t.PodsPerSec, res.RawPipeline.PodsPerSec)
-		t.HopP50Ratio = div(t.HopLatency.P50Ms, res.RawPipeline.HopLatency.P50Ms)
-		t.HopP99Ratio = div(t.HopLatency.P99Ms, res.RawPipeline.HopLatency.P99Ms)
+		t.Ratio = ratioOf(t.PodsPerSec, res.Raw.PodsPerSec)
+		t.PipelineRatio = ratioOf(t.PodsPerSec, res.RawPipeline.PodsPerSec)
+		t.HopP50Ratio = ratioOf(t.HopLatency.P50Ms, res.RawPipeline.HopLatency.P50Ms)
+		t.HopP99Ratio = ratioOf(t.HopLatency.P99Ms, res.RawPipeline.HopLatency.P99Ms)
 	}
 }
 
@@ -107,13 +104,8 @@ func (e *env) throughput(ctx context.Context, report *Report) error {
 	positions := map[throughputSubject][]int{}
 	rounds := e.opts.throughputRounds()
 	res.Rounds = rounds
-	// A fresh API server's watch cache is small and grows with the events it holds, and watchers opened on
-	// it get small buffers that fill and close under a burst: the first subject of the scenario ran on a
-	// cold control plane, always the first controller (its first round's hops were 2-4x its later ones').
-	// One unmeasured run of the minimal raw client warms it for everyone.
-	e.opts.progressf("bench:   warm-up, not measured: %s", subjectRawMinimum)
-	if _, err := e.rawRun(ctx, n, m, rawMinimum); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
+	if err := e.warmControlPlane(ctx, n, m); err != nil {
+		return err
 	}
 	for r := range rounds {
 		for i, s := range roundOrder(subjects, r) {
@@ -137,6 +129,18 @@ func (e *env) throughput(ctx context.Context, report *Report) error {
 	return nil
 }
 
+// warmControlPlane runs n chains of m pods once with the minimal raw client, not measured. A fresh API
+// server's watch cache is small and grows with the events it holds, and watchers opened on it get small
+// buffers that fill and close under a burst: the first subject of a scenario ran on a cold control plane
+// (the throughput scenario's first controller: its first round's hops were 2-4x its later ones').
+func (e *env) warmControlPlane(ctx context.Context, n, m int) error {
+	e.opts.progressf("bench:   warm-up, not measured: %s", subjectRawMinimum)
+	if _, err := e.rawRun(ctx, n, m, rawMinimum); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
 // throughputRun runs n chains of m pods once under subject s.
 func (e *env) throughputRun(ctx context.Context, s throughputSubject, n, m int) (ControllerRun, error) {
 	switch s {
@@ -148,32 +152,54 @@ func (e *env) throughputRun(ctx context.Context, s throughputSubject, n, m int) 
 		return ControllerRun{RunStats: stats}, err
 	}
 	c := string(s)
-	run, _, err := e.controllerRun(ctx, c, "bench-throughput-"+c, n, m, 0)
-	return run, err
+	res, err := e.controllerRun(ctx, c, chainRun{prefix: "bench-throughput-" + c, n: n, m: m, profile: true})
+	return res.run, err
 }
 
-// controllerRun submits n chains of m nodes at once to controller c in a new namespace and waits for all
-// to finish; delay > 0 delays the controller's task-result watch events (the late-results scenario). It
-// returns the run and the namespace.
-func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, delay time.Duration) (ControllerRun, string, error) {
-	obs, err := e.observedNamespace(ctx, prefix)
+// chainRun is a controller's run of n chains of m pods, submitted at once.
+type chainRun struct {
+	prefix string // of the run's namespace
+	n, m   int
+	// delay > 0 delays the controller's task-result watch events (the late-results scenario).
+	delay time.Duration
+	// beside are other workflows submitted with the chains, interleaved with them, and waited for: the run's
+	// figures are the chains' alone, its CPU and calls are everything's (the hostile scenario's bombs).
+	beside []*wfv1.Workflow
+	// profile saves CPU profiles of the controller and the API server from the submit, when the bench
+	// keeps its logs (env.profiling).
+	profile bool
+}
+
+// chainRunResult is a controller run, its namespace, and how long after the submit each of the workflows
+// submitted beside the chains was seen completed.
+type chainRunResult struct {
+	run         ControllerRun
+	namespace   string
+	besideEnded map[string]time.Duration
+}
+
+// controllerRun submits a run's workflows at once to controller c in a new namespace and waits for all to
+// finish.
+func (e *env) controllerRun(ctx context.Context, c string, spec chainRun) (chainRunResult, error) {
+	n, m, delay := spec.n, spec.m, spec.delay
+	obs, err := e.observedNamespace(ctx, spec.prefix)
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	ns := obs.namespace
 	defer obs.close()
 	node, err := e.startNode(ctx, ns, stepScript())
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	defer node.Stop()
 	p, err := e.startController(ctx, c, ns, processOptions{delayResults: delay})
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	defer func() { _ = p.stop() }()
 	if err := e.warmUp(ctx, p, obs); err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	base := p.counters(ctx)
 	var wfs []*wfv1.Workflow
@@ -182,39 +208,39 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	}
 	cpuBefore, err := p.cpuSeconds()
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	apiBefore, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-before.txt"))
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
-	machineBefore, err := e.machineCPU()
+	machineBefore, busyBefore, err := e.machineCPU()
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	var cpuProfile, apiProfile *profileCapture
-	if prefix == "bench-throughput-"+c { // the throughput scenario only: late results run the same code
+	if spec.profile {
 		cpuProfile = p.startCPUProfile(ctx, filepath.Join(e.tmp, ns+"-"+c+"-cpu.pprof"))
 		apiProfile = e.startAPIServerCPUProfile(ctx, filepath.Join(e.tmp, ns+"-apiserver-cpu.pprof"))
 	}
 	begin := time.Now()
 	// Every workflow submitted at once, as the raw clients start theirs: with a few submitters the last
 	// was created a fraction of a second later and its start counted against the controller.
-	if err := createWith(ctx, e.argo, ns, wfs, len(wfs)); err != nil {
-		return ControllerRun{}, "", err
+	if err := createWith(ctx, e.argo, ns, interleave(wfs, spec.beside), len(wfs)+len(spec.beside)); err != nil {
+		return chainRunResult{}, err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Minute+2*time.Duration(m)*delay)
 	defer cancel()
-	if err := obs.waitWorkflows(waitCtx, names(wfs)); err != nil {
-		return ControllerRun{}, "", p.failed(err)
+	if err := obs.waitWorkflows(waitCtx, append(names(wfs), names(spec.beside)...)); err != nil {
+		return chainRunResult{}, p.failed(err)
 	}
-	machineAfter, err := e.machineCPU()
+	machineAfter, busyAfter, err := e.machineCPU()
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	apiAfter, err := e.apiServerMetrics(ctx, filepath.Join(e.tmp, ns+"-apiserver-metrics-after.txt"))
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	apiLoad := apiServerLoad(apiBefore, apiAfter)
 	elapsed := obs.lastCompleted(names(wfs)).Sub(begin)
@@ -222,22 +248,22 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 	// Under late results a controller may fail a workflow whose consumer lacks its input: that is an outcome
 	// to report (Phases), not a broken run.
 	if err := allSucceeded(obs, names(wfs)); err != nil && delay == 0 {
-		return ControllerRun{}, "", p.failed(err)
+		return chainRunResult{}, p.failed(err)
 	}
 	if err := obs.waitReleased(waitCtx); err != nil {
-		return ControllerRun{}, "", p.failed(err)
+		return chainRunResult{}, p.failed(err)
 	}
 	cpuAfter, err := p.cpuSeconds()
 	if err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	if err := settleEvents(waitCtx, p.calls); err != nil {
-		return ControllerRun{}, "", p.failed(err)
+		return chainRunResult{}, p.failed(err)
 	}
 	hops := obs.schedulingLatencies(predecessor)
 	run := ControllerRun{RunStats: RunStats{Seconds: elapsed.Seconds(), WorkflowsPerSec: perSecond(n, elapsed), PodsPerSec: perSecond(n*m, elapsed),
 		WritesPerPod: float64(p.calls.writes()) / float64(n*m), Calls: p.calls.snapshot(n*m, n),
-		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore),
+		HopLatency: summarize(hops), hops: hops, Chain: &chain, MachineCPUSeconds: delta(machineAfter, machineBefore), MachineBusySeconds: busyAfter - busyBefore,
 		APIServer: &apiLoad},
 		CPUSeconds: cpuAfter - cpuBefore, CPUSecondsPer1000: (cpuAfter - cpuBefore) * 1000 / float64(n*m), Phases: obs.phases(names(wfs))}
 	if c == ControllerWFGuard {
@@ -252,12 +278,12 @@ func (e *env) controllerRun(ctx context.Context, c, prefix string, n, m int, del
 		run.DirectReads = &reads
 	}
 	if err := p.saveProfiles(ctx, cpuProfile, filepath.Join(e.tmp, ns+"-"+c+"-")); err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
 	if err := apiProfile.wait(); err != nil {
-		return ControllerRun{}, "", err
+		return chainRunResult{}, err
 	}
-	return run, ns, nil
+	return chainRunResult{run: run, namespace: ns, besideEnded: obs.completedSince(begin, names(spec.beside))}, nil
 }
 
 // delta is after - before, key by key (the run's share of cumulative counters).
@@ -267,6 +293,22 @@ func delta(after, before map[string]float64) map[string]float64 {
 		out[k] = v - before[k]
 	}
 	return out
+}
+
+// interleave spreads beside evenly among workflows, in order: with 100 workflows and 20 beside, one
+// after every fifth; what is left of beside when workflows run out goes last.
+func interleave(workflows, beside []*wfv1.Workflow) []*wfv1.Workflow {
+	out := make([]*wfv1.Workflow, 0, len(workflows)+len(beside))
+	j := 0
+	for i, wf := range workflows {
+		out = append(out, wf)
+		// beside[j] goes after the first (j+1)/len(beside) of the workflows.
+		for j < len(beside) && (j+1)*len(workflows) <= (i+1)*len(beside) {
+			out = append(out, beside[j])
+			j++
+		}
+	}
+	return append(out, beside[j:]...)
 }
 
 // submitters is how many concurrent clients createAll submits with, as users submitting at once.

@@ -1,2 +1,3 @@
-// Package workload is the step the benchmark and chaos workflows are made of.
+// Package workload is the step the benchmark and chaos workflows are made of, and the recursion bombs
+// both submit beside them.
 package workload

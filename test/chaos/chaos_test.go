@@ -27,6 +27,7 @@ import (
 
 	wfactions "github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
+	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/faultinject"
@@ -305,10 +306,11 @@ func (s *schedule) run(n int) {
 	}
 }
 
-// submitBomb submits a recursion bomb, of a shape the seed picks. It is left out of names: the run's
+// submitBomb submits a recursion bomb (workload.RecursionBombs: each must end Error at the depth in a few
+// hundred nodes, whatever the run deals), of a shape the seed picks. It is left out of names: the run's
 // actions and deletions go to the other workflows, whose outcomes the oracle judges.
 func (s *schedule) submitBomb(name string) {
-	s.submit(bombShapes[s.rnd.IntN(len(bombShapes))](name))
+	s.submit(workload.RecursionBombs[s.rnd.IntN(len(workload.RecursionBombs))].Workflow(name))
 	s.plan.bombs[name] = true
 }
 

@@ -15,25 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/wfguard/wfguard/bench/workload"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/cronworkflow"
 	"github.com/wfguard/wfguard/test/harness"
 )
-
-// bombShapes are recursion bombs (issue #44 item 2): a template that calls itself twice, which expands a
-// binary tree without end. Each must end Error at the depth in a few hundred nodes, whatever the run deals.
-var bombShapes = []func(name string) *wfv1.Workflow{
-	func(n string) *wfv1.Workflow { // steps
-		return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: wfv1.WorkflowSpec{Entrypoint: "main",
-			Templates: []wfv1.Template{{Name: "main", Steps: []wfv1.ParallelSteps{{Steps: []wfv1.WorkflowStep{
-				{Name: "a", Template: "main"}, {Name: "b", Template: "main"}}}}}}}}
-	},
-	func(n string) *wfv1.Workflow { // DAG
-		return &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: wfv1.WorkflowSpec{Entrypoint: "main",
-			Templates: []wfv1.Template{{Name: "main", DAG: &wfv1.DAGTemplate{Tasks: []wfv1.DAGTask{
-				{Name: "a", Template: "main"}, {Name: "b", Template: "main"}}}}}}}
-	},
-}
 
 // checkBombs: every bomb ended Error at the depth after one path down, not a tree.
 func checkBombs(p plan, final []*wfv1.Workflow) []violation {
@@ -42,7 +28,7 @@ func checkBombs(p plan, final []*wfv1.Workflow) []violation {
 		if !p.bombs[wf.Name] {
 			continue
 		}
-		if wf.Status.Phase != wfv1.WorkflowError || !strings.Contains(wf.Status.Message, "Maximum recursion depth exceeded") {
+		if wf.Status.Phase != wfv1.WorkflowError || !strings.Contains(wf.Status.Message, workload.RecursionEnded) {
 			out = append(out, violation{"recursion", fmt.Sprintf("bomb %s ended %s %q, want Error at the recursion depth", wf.Name, wf.Status.Phase, wf.Status.Message)})
 		}
 		if n := len(wf.Status.Nodes); n > 5*engine.MaxTemplateDepth {
