@@ -120,6 +120,8 @@ type Options struct {
 	// write-ahead action records) and tells its own records from forged ones; nil records unsealed and
 	// trusts every record (--record-key-secret="").
 	RecordKey *provenance.Key
+	// RecordKeySecret is the Secret the record key was read from: no workflow pod of its namespace may read it.
+	RecordKeySecret types.NamespacedName
 	// MemoizeTrust says which memoization cache entries decide a node's outputs (--memoize-trust): "" and
 	// memoize.TrustAny every entry, as argo; memoize.TrustSealed only those the controller saved, which
 	// needs RecordKey. Entries are sealed whenever RecordKey is set.
@@ -490,6 +492,7 @@ func (c *Controller) buildEngine() error {
 		StatusFinalizer:     opts.StatusFinalizer,
 		OldPodWait:          opts.OldPodWait,
 		RecordKey:           opts.RecordKey,
+		RecordKeySecret:     opts.RecordKeySecret,
 	}
 	return nil
 }

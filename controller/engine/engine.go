@@ -14,6 +14,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
@@ -86,6 +87,8 @@ type Engine struct {
 	// RecordKey seals the workflows this controller started (AnnotationStartSeal); nil trusts every
 	// workflow's status, as before.
 	RecordKey *provenance.Key
+	// RecordKeySecret is where the record key is kept: no pod of that namespace may read it.
+	RecordKeySecret types.NamespacedName
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -689,6 +692,9 @@ func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayNam
 	}
 	if err == nil {
 		err = refuseUnresolvedOutputs(pod)
+	}
+	if err == nil {
+		err = refuseRecordKey(pod, e.RecordKeySecret)
 	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive. Like argo, the error is also
