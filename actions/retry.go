@@ -235,6 +235,7 @@ func (t *nodeTree) retrySeeds(selected map[string]bool) []string {
 	for id := range selected {
 		seeds[t.podOf(id)] = true
 	}
+	after := t.succeededAfter(selected)
 	for _, id := range sortedIDs(t.wf.Status.Nodes) {
 		n := t.wf.Status.Nodes[id]
 		if !n.FailedOrError() || !executionNode(n.Type) || t.onExit(&n) {
@@ -246,7 +247,7 @@ func (t *nodeTree) retrySeeds(selected map[string]bool) []string {
 				seed = p
 			}
 		}
-		if !t.succeededAfter(seed, selected) {
+		if !after(seed) {
 			seeds[t.podOf(seed)] = true
 		}
 	}
@@ -278,21 +279,40 @@ func (t *nodeTree) parentOfType(id string, typ wfv1.NodeType) string {
 	return ""
 }
 
-// succeededAfter reports whether a node after id (its descendants) succeeded and is not selected to run
-// again: argo then leaves id alone (e.g. a failed step continued on).
-func (t *nodeTree) succeededAfter(id string, selected map[string]bool) bool {
-	for d := range t.descendants(id) {
-		if d != id && !selected[d] && t.wf.Status.Nodes[d].Phase == wfv1.NodeSucceeded {
-			return true
+// succeededAfter returns whether a node after id (its descendants) succeeded and is not selected to run
+// again: argo then leaves id alone (e.g. a failed step continued on). Each node's answer is computed once:
+// asking it per failed node walked the whole tree after each, quadratic in a status its writer shapes.
+func (t *nodeTree) succeededAfter(selected map[string]bool) func(id string) bool {
+	memo := map[string]bool{}
+	var visit func(id string) bool
+	visit = func(id string) bool {
+		if v, ok := memo[id]; ok {
+			return v
 		}
+		memo[id] = false // a cycle in a rewritten status adds nothing
+		found := false
+		for _, c := range t.wf.Status.Nodes[id].Children {
+			if (!selected[c] && t.wf.Status.Nodes[c].Phase == wfv1.NodeSucceeded) || visit(c) {
+				found = true
+				break
+			}
+		}
+		memo[id] = found
+		return found
 	}
-	return false
+	return visit
 }
 
-// descendants is id and every node reachable from it through Children.
-func (t *nodeTree) descendants(id string) map[string]bool {
-	seen := map[string]bool{id: true}
-	queue := []string{id}
+// descendants is every node reachable from the ids through Children, the ids included: one walk for all.
+func (t *nodeTree) descendants(ids ...string) map[string]bool {
+	seen := map[string]bool{}
+	queue := []string{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			queue = append(queue, id)
+		}
+	}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
@@ -309,19 +329,15 @@ func (t *nodeTree) descendants(id string) map[string]bool {
 // plan returns the nodes removed (the seeds, everything after them, the exit handler's nodes) and the
 // nodes reset to run again (the groups, Retry nodes and boundaries enclosing a seed).
 func (t *nodeTree) plan(seeds []string) (removed, reset map[string]bool) {
-	removed, reset = map[string]bool{}, map[string]bool{}
-	for _, s := range seeds {
-		for d := range t.descendants(s) {
-			removed[d] = true
-		}
-	}
+	removed, reset = t.descendants(seeds...), map[string]bool{}
 	for id, n := range t.wf.Status.Nodes {
 		if t.onExit(&n) {
 			removed[id] = true
 		}
 	}
+	walked := map[string]bool{}
 	for _, s := range seeds {
-		t.resetEnclosing(s, reset)
+		t.resetEnclosing(s, reset, walked)
 	}
 	for id := range removed {
 		delete(reset, id)
@@ -335,9 +351,13 @@ var enclosingTypes = []wfv1.NodeType{wfv1.NodeTypeStepGroup, wfv1.NodeTypeTaskGr
 // resetEnclosing adds to reset what encloses id up to the root: the step or task group it is in, the
 // Retry node it is an attempt of, and its boundary (the steps or DAG node), then theirs. The walk is
 // bounded by the node count, so a boundary cycle in a rewritten status cannot hold the worker.
-func (t *nodeTree) resetEnclosing(id string, reset map[string]bool) {
+func (t *nodeTree) resetEnclosing(id string, reset, walked map[string]bool) {
 	cur := id
 	for range len(t.wf.Status.Nodes) {
+		if walked[cur] {
+			return // an earlier seed's walk went up from here: what encloses it is reset already
+		}
+		walked[cur] = true
 		for _, typ := range enclosingTypes {
 			if p := t.parentOfType(cur, typ); p != "" && t.encloses(p, cur) {
 				reset[p] = true
