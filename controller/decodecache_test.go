@@ -254,8 +254,8 @@ func BenchmarkTheHeapADecodedWorkflowKeeps(b *testing.B) {
 }
 
 // completedWorkflow is a cache copy of a completed workflow of n pod nodes at resourceVersion rv, its nodes
-// stored compressed when compressed is set, and its nodes JSON's size.
-func completedWorkflow(t *testing.T, name string, n int, rv string, compressed bool) (*unstructured.Unstructured, int) {
+// stored compressed when compressed is set, and its decoding's estimated size.
+func completedWorkflow(t *testing.T, name string, n int, rv string, compressed bool) (*unstructured.Unstructured, int64) {
 	t.Helper()
 	u := runningWorkflow(t, n, rv)
 	u.SetName(name)
@@ -268,8 +268,12 @@ func completedWorkflow(t *testing.T, name string, n int, rv string, compressed b
 	if err != nil {
 		t.Fatal(err)
 	}
-	packed, _, _ := unstructured.NestedString(fitted.Object, "status", "compressedNodes")
-	return fitted, extstatus.InflatedSize(packed)
+	var defaultInflater *extstatus.Inflater
+	_, _, size, err := defaultInflater.Decode(fitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fitted, size
 }
 
 func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABudget(t *testing.T) {
@@ -293,7 +297,7 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 	unstructured.RemoveNestedField(refused.Object, "status", "nodes")
 	for _, tc := range []struct {
 		sentence string
-		budget   int
+		budget   int64
 		steps    func(decode func(key string, u *unstructured.Unstructured))
 		want     []string
 		kept     []string
@@ -335,7 +339,7 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 				t.Errorf("reads %v, want %v", got, tc.want)
 			}
 			var kept []string
-			used := 0
+			used := int64(0)
 			for el := d.lru.Front(); el != nil; el = el.Next() {
 				e := el.Value.(*completedDecoding)
 				kept = append(kept, e.key)
