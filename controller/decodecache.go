@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"container/list"
 	"maps"
 	"reflect"
@@ -24,45 +25,51 @@ type decoded struct {
 	// encoded is extstatus.Encode(wf, ext): a pass whose encoding is the same bytes changed nothing, and a
 	// conflicting write re-applies its difference from these.
 	encoded []byte
+	// size is what the entry holds: the decoding as extstatus estimates it, and encoded.
+	size int64
 }
 
-// newDecoded keeps wf and ext, which the caller no longer modifies, as the copy a pass starts from.
-func newDecoded(resourceVersion string, wf *wfv1.Workflow, ext extstatus.Extensions) (*decoded, error) {
+// newDecoded keeps wf and ext, which the caller no longer modifies, as the copy a pass starts from;
+// decodedSize is the decoding's estimated size (extstatus.Inflater.Decode).
+func newDecoded(resourceVersion string, wf *wfv1.Workflow, ext extstatus.Extensions, decodedSize int64) (*decoded, error) {
 	encoded, err := extstatus.Encode(wf, ext)
 	if err != nil {
 		return nil, err
 	}
-	return &decoded{uid: wf.UID, resourceVersion: resourceVersion, wf: wf, ext: ext, encoded: encoded}, nil
+	return &decoded{uid: wf.UID, resourceVersion: resourceVersion, wf: wf, ext: ext, encoded: encoded,
+		size: decodedSize + int64(cap(encoded))}, nil
 }
+
+// defaultRunningDecodeBudget bounds what decodeCache keeps, in estimated decoded bytes. A running
+// workflow's decoding is kept for its next passes, but one may take up to extstatus.DefaultMaxDecoded
+// (128 MiB): without a bound, a few users' large workflows together exhaust the controller's memory. The
+// 50-node workflow of the benchmarks is taken for 56 KiB (BenchmarkTheHeapADecodedWorkflowKeeps measures
+// 43 KiB held), so 1 GiB keeps about 18,000 of them before any is decoded again, the engine's 10,000-item
+// fan-out (9.5 MiB) about 100 times, the largest decoding 8 times.
+const defaultRunningDecodeBudget = 1 << 30
 
 // decodeCache keeps the decoding of each running workflow's current cache copy: a key is reconciled many
 // times per resourceVersion (every pod and result event), and the JSON round trips of decoding were the
-// largest cost of a pass.
+// largest cost of a pass. Past its budget the least recently used decodings go: their next pass decodes
+// again, correctly and more slowly.
 type decodeCache struct {
 	inflater *extstatus.Inflater // nil: extstatus's default
-	mu       sync.Mutex
-	byKey    map[string]*decoded
+	budget   int64               // estimated decoded bytes; 0: defaultRunningDecodeBudget
+	kept     sizedLRU[*decoded]
 }
 
 // decode returns a pass's own copy of u's workflow and extensions, and the shared decoding they came from.
 func (d *decodeCache) decode(key string, u *unstructured.Unstructured) (*wfv1.Workflow, extstatus.Extensions, *decoded, error) {
-	d.mu.Lock()
-	e := d.byKey[key]
-	d.mu.Unlock()
-	if e == nil || e.uid != u.GetUID() || e.resourceVersion != u.GetResourceVersion() {
-		wf, ext, err := d.inflater.FromUnstructured(u)
+	e, ok := d.kept.get(key, u)
+	if !ok {
+		wf, ext, size, err := d.inflater.Decode(u)
 		if err != nil {
 			return nil, ext, nil, err
 		}
-		if e, err = newDecoded(u.GetResourceVersion(), wf, ext); err != nil {
+		if e, err = newDecoded(u.GetResourceVersion(), wf, ext, size); err != nil {
 			return nil, ext, nil, err
 		}
-		d.mu.Lock()
-		if d.byKey == nil {
-			d.byKey = map[string]*decoded{}
-		}
-		d.byKey[key] = e
-		d.mu.Unlock()
+		d.kept.put(key, u, e, e.size, cmp.Or(d.budget, defaultRunningDecodeBudget))
 	}
 	return e.wf.DeepCopy(), copyExtensions(e.ext), e, nil
 }
@@ -78,14 +85,13 @@ func (l *decoded) unchangedBy(wf *wfv1.Workflow, ext *extstatus.Extensions) bool
 }
 
 // forget drops a key: its workflow completed or is gone.
-func (d *decodeCache) forget(key string) {
-	d.mu.Lock()
-	delete(d.byKey, key)
-	d.mu.Unlock()
-}
+func (d *decodeCache) forget(key string) { d.kept.forget(key) }
 
-// defaultCompletedDecodeBudget bounds the decodings completedDecodes keeps: bytes of their nodes JSON.
-const defaultCompletedDecodeBudget = 64 << 20
+// defaultCompletedDecodeBudget bounds the decodings completedDecodes keeps, in estimated decoded bytes
+// (extstatus.DecodedSize): their nodes JSON said nothing of what they hold. 160 MiB keeps what the 64 MiB of
+// JSON kept before of the engine's nodes, which decode to 2.3 to 3 times their JSON: 16 of the 10,000-item
+// fan-out (9.5 MiB each).
+const defaultCompletedDecodeBudget = 160 << 20
 
 // completedDecodes keeps, per (UID, resourceVersion), the decoding of completed workflows whose nodes are
 // stored compressed, least recently used out first past its budget. A completed workflow is passed again
@@ -94,92 +100,102 @@ const defaultCompletedDecodeBudget = 64 << 20
 // completed workflows of docs/performance.md's memory scenario would double what their cache holds.
 type completedDecodes struct {
 	inflater *extstatus.Inflater // nil: extstatus's default
-	budget   int                 // bytes of nodes JSON; 0: defaultCompletedDecodeBudget
-
-	mu    sync.Mutex
-	used  int
-	byKey map[string]*list.Element // of *completedDecoding
-	lru   list.List                // most recently used first
+	budget   int64               // estimated decoded bytes; 0: defaultCompletedDecodeBudget
+	kept     sizedLRU[completedDecoding]
 }
 
 type completedDecoding struct {
-	key             string
-	uid             types.UID
-	resourceVersion string
-	wf              *wfv1.Workflow
-	ext             extstatus.Extensions
-	size            int // its nodes JSON
+	wf  *wfv1.Workflow
+	ext extstatus.Extensions
 }
 
 // decode returns u's workflow and extensions, shared with the later passes of the same version: the caller
 // copies what it changes.
 func (d *completedDecodes) decode(key string, u *unstructured.Unstructured) (*wfv1.Workflow, extstatus.Extensions, error) {
-	if e := d.get(key, u); e != nil {
+	if e, ok := d.kept.get(key, u); ok {
 		return e.wf, e.ext, nil
 	}
-	wf, ext, err := d.inflater.FromUnstructured(u)
+	wf, ext, size, err := d.inflater.Decode(u)
 	if err != nil {
 		return nil, ext, err
 	}
 	if compressed, _, _ := unstructured.NestedString(u.Object, "status", "compressedNodes"); compressed != "" {
-		d.put(&completedDecoding{key: key, uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), wf: wf, ext: ext,
-			size: extstatus.InflatedSize(compressed)})
+		d.kept.put(key, u, completedDecoding{wf: wf, ext: ext}, size, cmp.Or(d.budget, defaultCompletedDecodeBudget))
 	}
 	return wf, ext, nil
 }
 
-func (d *completedDecodes) get(key string, u *unstructured.Unstructured) *completedDecoding {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	el := d.byKey[key]
-	if el == nil {
-		return nil
-	}
-	e := el.Value.(*completedDecoding)
-	if e.uid != u.GetUID() || e.resourceVersion != u.GetResourceVersion() {
-		d.remove(el)
-		return nil
-	}
-	d.lru.MoveToFront(el)
-	return e
+// forget drops a key: its workflow runs again or is gone.
+func (d *completedDecodes) forget(key string) { d.kept.forget(key) }
+
+// sizedLRU keeps a value per key for one version (UID and resourceVersion) of its workflow, within a budget
+// of estimated decoded bytes, least recently used out first. Safe for concurrent use.
+type sizedLRU[V any] struct {
+	mu    sync.Mutex
+	used  int64
+	byKey map[string]*list.Element // of *sizedEntry[V]
+	lru   list.List                // most recently used first
 }
 
-func (d *completedDecodes) put(e *completedDecoding) {
-	budget := d.budget
-	if budget <= 0 {
-		budget = defaultCompletedDecodeBudget
+type sizedEntry[V any] struct {
+	key             string
+	uid             types.UID
+	resourceVersion string
+	size            int64
+	value           V
+}
+
+// get returns the value kept for u's version of key; one kept for another version is dropped.
+func (c *sizedLRU[V]) get(key string, u *unstructured.Unstructured) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var none V
+	el := c.byKey[key]
+	if el == nil {
+		return none, false
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if el := d.byKey[e.key]; el != nil {
-		d.remove(el)
+	e := el.Value.(*sizedEntry[V])
+	if e.uid != u.GetUID() || e.resourceVersion != u.GetResourceVersion() {
+		c.remove(el)
+		return none, false
 	}
-	if e.size > budget {
+	c.lru.MoveToFront(el)
+	return e.value, true
+}
+
+// put keeps v of size bytes for u's version of key, replacing what the key held, and drops the least
+// recently used past budget. A value larger than the whole budget is not kept.
+func (c *sizedLRU[V]) put(key string, u *unstructured.Unstructured, v V, size, budget int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byKey[key]; el != nil {
+		c.remove(el)
+	}
+	if size > budget {
 		return
 	}
-	if d.byKey == nil {
-		d.byKey = map[string]*list.Element{}
+	if c.byKey == nil {
+		c.byKey = map[string]*list.Element{}
 	}
-	d.byKey[e.key] = d.lru.PushFront(e)
-	d.used += e.size
-	for d.used > budget {
-		d.remove(d.lru.Back())
-	}
-}
-
-// forget drops a key: its workflow runs again or is gone.
-func (d *completedDecodes) forget(key string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if el := d.byKey[key]; el != nil {
-		d.remove(el)
+	c.byKey[key] = c.lru.PushFront(&sizedEntry[V]{key: key, uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), size: size, value: v})
+	c.used += size
+	for c.used > budget {
+		c.remove(c.lru.Back())
 	}
 }
 
-func (d *completedDecodes) remove(el *list.Element) {
-	e := d.lru.Remove(el).(*completedDecoding)
-	delete(d.byKey, e.key)
-	d.used -= e.size
+func (c *sizedLRU[V]) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byKey[key]; el != nil {
+		c.remove(el)
+	}
+}
+
+func (c *sizedLRU[V]) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*sizedEntry[V])
+	delete(c.byKey, e.key)
+	c.used -= e.size
 }
 
 func copyExtensions(ext extstatus.Extensions) extstatus.Extensions {

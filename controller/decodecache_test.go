@@ -86,6 +86,65 @@ func TestTheDecodeCacheGivesEachPassItsOwnCopy(t *testing.T) {
 	}
 }
 
+func TestRunningDecodingsAreKeptWithinABudgetLeastRecentlyUsedOutFirst(t *testing.T) {
+	at := func(name, rv string) *unstructured.Unstructured {
+		u := runningWorkflow(t, 50, rv)
+		u.SetName(name)
+		u.SetUID(types.UID(name + "-uid"))
+		return u
+	}
+	a10, a11, b10, c10 := at("a", "10"), at("a", "11"), at("b", "10"), at("c", "10")
+	var probe decodeCache
+	_, _, one, err := probe.decode("ns/a", a10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.size < int64(len(one.encoded)) || one.size > 1<<20 {
+		t.Fatalf("a 50-node workflow's decoding is taken for %d bytes (%d encoded)", one.size, len(one.encoded))
+	}
+	size := one.size
+	type step struct {
+		key string
+		u   *unstructured.Unstructured
+	}
+	for _, tc := range []struct {
+		sentence string
+		budget   int64
+		steps    []step
+		decoded  int      // how many steps decoded rather than found their decoding kept
+		kept     []string // most recent first
+	}{
+		{"the same version is decoded once", 0, []step{{"ns/a", a10}, {"ns/a", a10}, {"ns/a", a10}}, 1, []string{"ns/a"}},
+		{"a new version replaces the old one's bytes", 0, []step{{"ns/a", a10}, {"ns/a", a11}, {"ns/a", a11}}, 2, []string{"ns/a"}},
+		{"past the budget the least recently used goes first and is decoded again", 2*size + size/2,
+			[]step{{"ns/a", a10}, {"ns/b", b10}, {"ns/a", a10}, {"ns/c", c10}, {"ns/a", a10}, {"ns/b", b10}}, 4, []string{"ns/b", "ns/a"}},
+		{"a decoding larger than the whole budget is not kept, and each pass still gets it", size - 1,
+			[]step{{"ns/a", a10}, {"ns/a", a10}}, 2, nil},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			d := &decodeCache{budget: tc.budget}
+			seen := map[*decoded]bool{} // a decoding kept is handed out again
+			for _, s := range tc.steps {
+				wf, _, loaded, err := d.decode(s.key, s.u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wf.Name != s.u.GetName() || len(wf.Status.Nodes) != 50 || loaded.resourceVersion != s.u.GetResourceVersion() {
+					t.Fatalf("%s got the copy of %s at %s", s.key, wf.Name, loaded.resourceVersion)
+				}
+				seen[loaded] = true
+				if tc.budget > 0 && d.kept.used > tc.budget {
+					t.Fatalf("%d bytes kept, over the budget of %d", d.kept.used, tc.budget)
+				}
+			}
+			if kept := d.kept.keys(t); len(seen) != tc.decoded || !slices.Equal(kept, tc.kept) {
+				t.Errorf("decoded %d times, kept %v; want %d times, %v (most recent first)", len(seen), kept, tc.decoded, tc.kept)
+			}
+			d.kept.forgetAll(t)
+		})
+	}
+}
+
 // BenchmarkDecodingAWorkflowForAPass prices what a pass pays to get its copy of a 50-node workflow, the
 // first time for a resourceVersion and when the decoding is cached.
 func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
@@ -93,11 +152,12 @@ func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
 	b.Run("decoded every pass", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			wf, ext, err := extstatus.FromUnstructured(u)
+			var defaultInflater *extstatus.Inflater
+			wf, ext, size, err := defaultInflater.Decode(u)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := newDecoded(u.GetResourceVersion(), wf, ext); err != nil {
+			if _, err := newDecoded(u.GetResourceVersion(), wf, ext, size); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -122,6 +182,30 @@ func BenchmarkDecodingAWorkflowForAPass(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPassesOverThousandsOfRunningWorkflows prices what a pass pays to get its copy when 2,000
+// running 50-node workflows are each passed in turn at the same resourceVersion: the common case the
+// decodings' budget must not slow.
+func BenchmarkPassesOverThousandsOfRunningWorkflows(b *testing.B) {
+	u := runningWorkflow(b, 50, "10")
+	const workflows = 2000
+	keys := make([]string, workflows)
+	var d decodeCache
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ns/w-%d", i)
+		if _, _, _, err := d.decode(keys[i], u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, _, _, err := d.decode(keys[i%workflows], u); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
 
 func TestAPassCopyIsUnchangedOnlyIfExactlyItsDecodingAndASemanticTwinEncodesTheSame(t *testing.T) {
@@ -254,8 +338,8 @@ func BenchmarkTheHeapADecodedWorkflowKeeps(b *testing.B) {
 }
 
 // completedWorkflow is a cache copy of a completed workflow of n pod nodes at resourceVersion rv, its nodes
-// stored compressed when compressed is set, and its nodes JSON's size.
-func completedWorkflow(t *testing.T, name string, n int, rv string, compressed bool) (*unstructured.Unstructured, int) {
+// stored compressed when compressed is set, and its decoding's estimated size.
+func completedWorkflow(t *testing.T, name string, n int, rv string, compressed bool) (*unstructured.Unstructured, int64) {
 	t.Helper()
 	u := runningWorkflow(t, n, rv)
 	u.SetName(name)
@@ -268,8 +352,12 @@ func completedWorkflow(t *testing.T, name string, n int, rv string, compressed b
 	if err != nil {
 		t.Fatal(err)
 	}
-	packed, _, _ := unstructured.NestedString(fitted.Object, "status", "compressedNodes")
-	return fitted, extstatus.InflatedSize(packed)
+	var defaultInflater *extstatus.Inflater
+	_, _, size, err := defaultInflater.Decode(fitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fitted, size
 }
 
 func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABudget(t *testing.T) {
@@ -293,7 +381,7 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 	unstructured.RemoveNestedField(refused.Object, "status", "nodes")
 	for _, tc := range []struct {
 		sentence string
-		budget   int
+		budget   int64
 		steps    func(decode func(key string, u *unstructured.Unstructured))
 		want     []string
 		kept     []string
@@ -334,22 +422,38 @@ func TestCompletedWorkflowsWithCompressedNodesAreInflatedOncePerVersionWithinABu
 			if got := reads(d, tc.steps); !slices.Equal(got, tc.want) {
 				t.Errorf("reads %v, want %v", got, tc.want)
 			}
-			var kept []string
-			used := 0
-			for el := d.lru.Front(); el != nil; el = el.Next() {
-				e := el.Value.(*completedDecoding)
-				kept = append(kept, e.key)
-				used += e.size
+			if kept := d.kept.keys(t); !slices.Equal(kept, tc.kept) {
+				t.Errorf("kept %v, want %v (most recent first)", kept, tc.kept)
 			}
-			if !slices.Equal(kept, tc.kept) || used != d.used || len(d.byKey) != len(kept) {
-				t.Errorf("kept %v (%d bytes, %d keys), want %v (most recent first); used %d", kept, used, len(d.byKey), tc.kept, d.used)
-			}
-			for _, key := range kept {
-				d.forget(key)
-			}
-			if d.used != 0 || d.lru.Len() != 0 {
-				t.Errorf("after forgetting every key: %d bytes, %d entries", d.used, d.lru.Len())
-			}
+			d.kept.forgetAll(t)
 		})
+	}
+}
+
+// keys is what c keeps, most recently used first, once its accounting is checked: the sizes kept add up to
+// what it counts as used, and every key is indexed.
+func (c *sizedLRU[V]) keys(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	used := int64(0)
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*sizedEntry[V])
+		keys = append(keys, e.key)
+		used += e.size
+	}
+	if used != c.used || len(c.byKey) != len(keys) {
+		t.Errorf("%v kept in %d bytes and %d keys indexed; counted as used: %d", keys, used, len(c.byKey), c.used)
+	}
+	return keys
+}
+
+// forgetAll forgets every key c keeps and checks that nothing is left counted.
+func (c *sizedLRU[V]) forgetAll(t *testing.T) {
+	t.Helper()
+	for _, key := range c.keys(t) {
+		c.forget(key)
+	}
+	if c.used != 0 || c.lru.Len() != 0 {
+		t.Errorf("after forgetting every key: %d bytes, %d entries", c.used, c.lru.Len())
 	}
 }

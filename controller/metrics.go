@@ -40,8 +40,8 @@ type metrics struct {
 	// extstatus.Inflate* constants); inflatedBytes what they decompressed.
 	compressedReads *prometheus.CounterVec
 	inflatedBytes   prometheus.Counter
-	// nodesRefused counts workflow versions whose compressed nodes were refused, by reason
-	// (extstatus.InflateOverRatio, InflateOverSize, InflateSizeMismatch).
+	// nodesRefused counts workflow versions whose nodes were refused, by reason (extstatus.InflateOverRatio,
+	// InflateOverSize, InflateSizeMismatch, InflateOverDecodedSize).
 	nodesRefused *prometheus.CounterVec
 }
 
@@ -70,11 +70,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
 			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 		compressedReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_reads_total",
-			Help: "Reads of a workflow's status.compressedNodes no cached decoding answered, by outcome: inflated, over_ratio, over_size (refused by the size the gzip trailer states, nothing inflated), size_mismatch (refused one byte past the size the trailer states), corrupt, failed_before (the same bytes failed before: refused unread), budget_full (no room in the inflate budget in time: the pass is retried)."}, []string{"outcome"}),
+			Help: "Reads of a workflow's status.compressedNodes no cached decoding answered, by outcome: inflated, over_ratio, over_size (refused by the size the gzip trailer states, nothing inflated), size_mismatch (refused one byte past the size the trailer states), over_decoded_size (inflated, refused before decoding: the JSON would decode to more than a workflow may take), corrupt, failed_before (the same bytes failed before: refused unread), budget_full (no room in the inflate budget in time: the pass is retried)."}, []string{"outcome"}),
 		inflatedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_inflated_bytes_total",
 			Help: "Bytes decompressed reading status.compressedNodes, whatever the outcome."}),
 		nodesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_nodes_refused_total",
-			Help: "Workflow versions (UID and resourceVersion) whose status.compressedNodes was refused, counted once each with the WorkflowNodesRefused Event, by reason (over_ratio, over_size, size_mismatch)."}, []string{"reason"}),
+			Help: "Workflow versions (UID and resourceVersion) whose nodes were refused, counted once each with the WorkflowNodesRefused Event, by reason (over_ratio, over_size, size_mismatch: status.compressedNodes; over_decoded_size: compressed or plain nodes that would decode to more than a workflow may take)."}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
 		m.ignoredPods, m.completedRestored, m.compressedReads, m.inflatedBytes, m.nodesRefused} {

@@ -40,7 +40,8 @@ const DefaultRetryCleanupTimeout = 5 * time.Minute
 func (c *Controller) retryCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions, a *v1alpha1.WorkflowAction) (time.Duration, error) {
 	// A completed workflow is not in the running decode cache; wf and ext may be shared with later passes
 	// (completedDecodes): the base and the pass each get their own copies.
-	loaded, err := newDecoded(u.GetResourceVersion(), wf.DeepCopy(), copyExtensions(ext))
+	// Its size counts for no cache: 0.
+	loaded, err := newDecoded(u.GetResourceVersion(), wf.DeepCopy(), copyExtensions(ext), 0)
 	if err != nil {
 		return 0, err
 	}

@@ -16,8 +16,9 @@ import (
 	"github.com/wfguard/wfguard/podidentity"
 )
 
-// ReasonWorkflowNodesRefused is the Warning Event on a workflow whose status.compressedNodes was refused: it
-// states more nodes JSON than its size may inflate to (extstatus.RefusedError). Recorded once per version.
+// ReasonWorkflowNodesRefused is the Warning Event on a workflow whose nodes were refused
+// (extstatus.RefusedError): its status.compressedNodes states more nodes JSON than its size may inflate to,
+// or its nodes, compressed or not, would decode to more than a workflow may take. Recorded once per version.
 const ReasonWorkflowNodesRefused = "WorkflowNodesRefused"
 
 // reconcileUndecodable is the flow of a workflow that cannot be decoded. No room in the inflate budget is
@@ -43,8 +44,8 @@ func (c *Controller) reconcileUndecodable(ctx context.Context, key string, u *un
 	return errors.Join(released, c.drainer.SettleUnreadable(ctx, key, wf, ext.AppliedActions, err))
 }
 
-// reportRefused records a refusal of u's compressed nodes, once per version of u: the Inflater refuses the
-// same bytes again on every pass, without reading them.
+// reportRefused records a refusal of u's nodes, once per version of u: the Inflater refuses the same
+// compressed bytes again on every pass without reading them, and the same plain JSON after a scan.
 func (c *Controller) reportRefused(u *unstructured.Unstructured, err error) {
 	var refused *extstatus.RefusedError
 	if !errors.As(err, &refused) || !c.refusals.First(versionOf(u)) {
@@ -52,8 +53,8 @@ func (c *Controller) reportRefused(u *unstructured.Unstructured, err error) {
 	}
 	c.metrics.nodesRefused.WithLabelValues(refused.Reason).Inc()
 	c.recorder.Eventf(u, corev1.EventTypeWarning, ReasonWorkflowNodesRefused,
-		"status.compressedNodes %v; the workflow's nodes are not read", refused)
-	c.log.Warn("refused the compressed nodes of a workflow", "workflow", u.GetNamespace()+"/"+u.GetName(),
+		"%s %v; the workflow's nodes are not read", refused.Field(), refused)
+	c.log.Warn("refused the nodes of a workflow", "workflow", u.GetNamespace()+"/"+u.GetName(),
 		"uid", u.GetUID(), "resourceVersion", u.GetResourceVersion(), "reason", refused.Reason, "err", err)
 }
 

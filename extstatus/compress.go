@@ -33,17 +33,25 @@ func InflateNodes(wf *wfv1.Workflow) error { return defaultInflater.InflateNodes
 
 // InflateNodes is the package's InflateNodes within i's bounds.
 func (i *Inflater) InflateNodes(wf *wfv1.Workflow) error {
+	_, err := i.inflateNodes(wf)
+	return err
+}
+
+// inflateNodes is InflateNodes returning the estimated size of the nodes' decoding.
+func (i *Inflater) inflateNodes(wf *wfv1.Workflow) (int64, error) {
 	if wf.Status.CompressedNodes == "" {
-		return nil
+		return 0, nil
 	}
+	var decoded int64
 	if len(wf.Status.Nodes) == 0 {
-		err := i.orDefault().inflate(wf.Status.CompressedNodes, func(data []byte) error { return json.Unmarshal(data, &wf.Status.Nodes) })
+		var err error
+		decoded, err = i.orDefault().inflate(wf.Status.CompressedNodes, nodesShape(), func(data []byte) error { return json.Unmarshal(data, &wf.Status.Nodes) })
 		if err != nil {
-			return fmt.Errorf("reading status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
+			return 0, fmt.Errorf("reading status.compressedNodes of workflow %s/%s: %w", wf.Namespace, wf.Name, err)
 		}
 	}
 	wf.Status.CompressedNodes = ""
-	return nil
+	return decoded, nil
 }
 
 // InflateUnstructured is InflateNodes for an object read from the API server as unstructured.
@@ -59,7 +67,7 @@ func (i *Inflater) InflateUnstructured(u *unstructured.Unstructured) error {
 	}
 	nodes, _, _ := unstructured.NestedMap(u.Object, "status", "nodes")
 	if len(nodes) == 0 {
-		err := i.orDefault().inflate(compressed, func(data []byte) error { return json.Unmarshal(data, &nodes) })
+		_, err := i.orDefault().inflate(compressed, anyShape, func(data []byte) error { return json.Unmarshal(data, &nodes) })
 		if err != nil {
 			return fmt.Errorf("reading status.compressedNodes of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
@@ -174,6 +182,10 @@ func compress(nodes any) (string, error) {
 	if limit := defaultInflater.limit(buf.Len()); len(nodesJSON) > limit {
 		return "", fmt.Errorf("%w: its %d bytes of nodes compress to %d, more than the %d bytes that size may inflate to",
 			ErrTooLarge, len(nodesJSON), buf.Len(), limit)
+	}
+	if limit := defaultInflater.cfg.MaxDecoded; decodedSize(nodesJSON, nodesShape(), limit) > limit {
+		return "", fmt.Errorf("%w: its %d bytes of nodes would decode to more than the %d bytes a workflow's nodes may take",
+			ErrTooLarge, len(nodesJSON), limit)
 	}
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }

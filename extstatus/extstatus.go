@@ -60,23 +60,40 @@ func WithoutNodes(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, err
 
 // FromUnstructured is the package's FromUnstructured within i's bounds.
 func (i *Inflater) FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, error) {
+	wf, ext, _, err := i.Decode(u)
+	return wf, ext, err
+}
+
+// Decode is FromUnstructured that also returns the estimated bytes the decoding holds (DecodedSize), what
+// a cache of decodings counts. Its own JSON, plain status.nodes included, is refused (a RefusedError
+// InflateOverDecodedSize) when its decoding would take more than MaxDecoded: a 1.4 MB status of empty
+// nodes holds about 70 times that.
+func (i *Inflater) Decode(u *unstructured.Unstructured) (*wfv1.Workflow, Extensions, int64, error) {
+	i = i.orDefault()
 	var ext Extensions
 	data, err := u.MarshalJSON()
 	if err != nil {
-		return nil, ext, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return nil, ext, 0, fmt.Errorf("encoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	size := decodedSize(data, workflowShape(), i.cfg.MaxDecoded)
+	if size > i.cfg.MaxDecoded {
+		return nil, ext, 0, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(),
+			&RefusedError{Reason: InflateOverDecodedSize, Plain: true, Stated: len(data), Decoded: size, Limit: int(i.cfg.MaxDecoded)})
 	}
 	wf := &wfv1.Workflow{}
-	if err := json.Unmarshal(data, wf); err != nil {
-		return nil, ext, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	if err := i.decodeWithin(size, func() error { return json.Unmarshal(data, wf) }); err != nil {
+		return nil, ext, 0, fmt.Errorf("decoding workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	if err := i.InflateNodes(wf); err != nil {
-		return nil, ext, err
+	nodes, err := i.inflateNodes(wf)
+	if err != nil {
+		return nil, ext, 0, err
 	}
+	size += nodes
 	if ext, err = extensionsOf(u); err != nil {
-		return nil, ext, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return nil, ext, 0, fmt.Errorf("decoding wfguard status fields of workflow %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	if !ownMirrors(wf) {
-		return wf, ext, nil // the next write replaces what was copied with the mirrors of ext
+		return wf, ext, size, nil // the next write replaces what was copied with the mirrors of ext
 	}
 	if ext.AppliedActions == nil {
 		ext.AppliedActions = appliedFromAnnotation(wf.Annotations[AnnotationAppliedActions])
@@ -84,7 +101,7 @@ func (i *Inflater) FromUnstructured(u *unstructured.Unstructured) (*wfv1.Workflo
 	if ext.RetryCleanupSince == nil {
 		ext.RetryCleanupSince = retryCleanupFromAnnotation(wf.Annotations[AnnotationRetryCleanup])
 	}
-	return wf, ext, nil
+	return wf, ext, size, nil
 }
 
 // ownMirrors reports whether wf's annotation mirrors were written for wf itself. argo's resubmit, and a

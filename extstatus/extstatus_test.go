@@ -2,6 +2,7 @@ package extstatus
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wfguard/wfguard/internal/zipbomb"
 )
 
 func TestExtensionsRoundTripBesideArgosStatus(t *testing.T) {
@@ -317,4 +320,55 @@ func throughArgosTypes(t *testing.T, u *unstructured.Unstructured, key, value st
 		t.Fatal(err)
 	}
 	return rewritten
+}
+func TestAWorkflowWhoseOwnJSONWouldDecodePastTheBoundIsRefused(t *testing.T) {
+	toUnstructured := func(data []byte) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	// 500,000 empty artifacts in plain status.nodes: 1.5 MB, what etcd stores, ~140 MiB decoded.
+	bomb := toUnstructured(plainWorkflow(zipbomb.ArtifactsJSON(500000, 0)))
+	fanOut := toUnstructured(plainWorkflow(mustJSON(t, engineFanOut(2000))))
+	var defaultInflater *Inflater
+	for _, tc := range []struct {
+		sentence string
+		u        *unstructured.Unstructured
+		decode   func(u *unstructured.Unstructured) (int64, error)
+		refused  bool
+	}{
+		{"plain nodes of the engine's fan-out are decoded", fanOut, func(u *unstructured.Unstructured) (int64, error) {
+			_, _, size, err := defaultInflater.Decode(u)
+			return size, err
+		}, false},
+		{"plain nodes of empty artifacts are refused before they are decoded", bomb, func(u *unstructured.Unstructured) (int64, error) {
+			_, _, size, err := defaultInflater.Decode(u)
+			return size, err
+		}, true},
+		{"the same workflow without its nodes is decoded, to settle its actions", bomb, func(u *unstructured.Unstructured) (int64, error) {
+			_, _, err := WithoutNodes(u)
+			return 0, err
+		}, false},
+	} {
+		var (
+			size int64
+			err  error
+		)
+		allocated := allocatedBy(func() { size, err = tc.decode(tc.u) })
+		var refused *RefusedError
+		if got := errors.As(err, &refused); got != tc.refused || (err != nil && !tc.refused) {
+			t.Errorf("%s: err = %v, want refused %t", tc.sentence, err, tc.refused)
+			continue
+		}
+		if tc.refused && (refused.Reason != InflateOverDecodedSize || !refused.Plain || refused.Field() != "the workflow's JSON" ||
+			!strings.Contains(err.Error(), "workflow ns/w")) {
+			t.Errorf("%s: %#v (%v), want over_decoded_size of the workflow's JSON, naming it", tc.sentence, refused, err)
+		}
+		if tc.refused && allocated > 32<<20 {
+			t.Errorf("%s: refusing allocated %d bytes", tc.sentence, allocated)
+		}
+		t.Logf("%s: estimated %d (%v), %d bytes allocated", tc.sentence, max(size, decodedOf(refused)), err, allocated)
+	}
 }

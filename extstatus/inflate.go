@@ -34,8 +34,19 @@ const (
 	// The 1 MiB size limit (DefaultMaxWorkflowSize) leaves at most ~768 KiB of gzip for the nodes: ~14 MiB at
 	// the engine's 18.7:1, 64 MiB only at 85:1.
 	DefaultMaxInflated = 64 << 20
-	// DefaultInflateBudget bounds the bytes all inflations of one Inflater hold at once: four of the largest.
-	DefaultInflateBudget = 256 << 20
+	// DefaultMaxDecoded bounds what decoding one workflow's nodes JSON, or the rest of its JSON, may allocate,
+	// as DecodedSize estimates it before decoding: JSON says nothing of it, `{}` in an array of artifacts is 3
+	// bytes and a 224-byte wfv1.Artifact, so 8 MiB of them held 746 MiB. Estimated on nodes the engine made:
+	// the 10,000-item fan-out (4,378,088 bytes of JSON) 9.5 MiB (7.0 MiB held), a 2,000-pod DAG fan-out with
+	// inputs and outputs (856,619 bytes) 2.5 MiB, 2.3 to 3 times their JSON; nodes that fit the 1 MiB size
+	// limit compressed at the engine's 18.7:1 (~14 MiB of JSON) about 42 MiB. 128 MiB is 13 times the
+	// fan-out, 3 times the largest the engine can store, and twice the 64 MiB of JSON DefaultMaxInflated
+	// allows, so output-heavy nodes (their strings decode to about their JSON) are decoded up to that cap.
+	DefaultMaxDecoded = 128 << 20
+	// DefaultInflateBudget bounds the bytes all decodings of one Inflater hold at once: the nodes JSON an
+	// inflation holds and the estimated decoding of any decoding over DefaultInflateFloor, compressed or not;
+	// two of the largest (64 MiB of JSON, 128 MiB decoded), 36 of the 10,000-item fan-out (4.2 + 9.5 MiB).
+	DefaultInflateBudget = 512 << 20
 	// DefaultInflateBudgetWait is how long an inflation waits for room in the budget before it fails as
 	// transient (ErrInflateBudget) and its pass is retried.
 	DefaultInflateBudgetWait = 5 * time.Second
@@ -58,25 +69,51 @@ const (
 	InflateCorrupt = "corrupt"
 	// InflateFailedBefore: the same bytes failed before; they are refused again without being read.
 	InflateFailedBefore = "failed_before"
-	// InflateBudgetFull: the budget had no room within the wait; nothing was inflated.
+	// InflateBudgetFull: the budget had no room within the wait; nothing was inflated, or nothing decoded.
 	InflateBudgetFull = "budget_full"
+	// InflateOverDecodedSize: the inflated JSON would decode to more than DefaultMaxDecoded, as DecodedSize
+	// estimates it; nothing was decoded. Also the reason of a workflow whose own JSON (plain status.nodes,
+	// the spec, stored templates) is refused so.
+	InflateOverDecodedSize = "over_decoded_size"
 )
 
 // ErrInflateBudget is returned (wrapped) when an inflation found no room in its Inflater's budget in time:
 // transient, the caller retries later. It is never remembered.
 var ErrInflateBudget = errors.New("no room in the inflate budget")
 
-// RefusedError is returned (wrapped) for compressed nodes over the bounds. It is remembered: the same bytes
-// are refused again without being read.
+// RefusedError is returned (wrapped) for compressed nodes over the bounds, or a workflow whose JSON would
+// decode past DefaultMaxDecoded. Compressed nodes refused are remembered: the same bytes are refused again
+// without being read.
 type RefusedError struct {
-	// Reason is InflateOverRatio, InflateOverSize or InflateSizeMismatch.
+	// Reason is InflateOverRatio, InflateOverSize, InflateSizeMismatch or InflateOverDecodedSize.
 	Reason string
-	// Compressed is the size of the gzip data, Stated the size its trailer states, Limit what it may inflate to.
+	// Compressed is the size of the gzip data, Stated the size its trailer states, Limit what it may inflate to
+	// (for InflateOverDecodedSize: what it may decode to).
 	Compressed, Stated, Limit int
+	// Decoded is the estimate of the decoding when it stopped, past Limit (InflateOverDecodedSize).
+	Decoded int64
+	// Plain is set when what was refused is the workflow's own JSON (Stated bytes of it), not compressed nodes.
+	Plain bool
+}
+
+// Field names what was refused, for people: "status.compressedNodes" or "the workflow's JSON".
+func (e *RefusedError) Field() string {
+	if e.Plain {
+		return "the workflow's JSON"
+	}
+	return "status.compressedNodes"
 }
 
 func (e *RefusedError) Error() string {
 	switch e.Reason {
+	case InflateOverDecodedSize:
+		of := "nodes JSON"
+		if e.Plain {
+			of = "workflow JSON (status.nodes and the rest)"
+		}
+		// The estimate stops once past the limit: Decoded is a floor, not the whole.
+		return fmt.Sprintf("refused: %d bytes of %s would decode to over the %d bytes a workflow's decoding may take",
+			e.Stated, of, e.Limit)
 	case InflateSizeMismatch:
 		return fmt.Sprintf("refused: %d bytes of gzip inflate past the %d bytes their trailer states", e.Compressed, e.Stated)
 	case InflateOverSize:
@@ -97,7 +134,10 @@ type Inflation struct {
 // InflaterConfig bounds an Inflater. Zero fields take the defaults above.
 type InflaterConfig struct {
 	Ratio, Floor, Max int
-	// Budget is the bytes of nodes JSON all inflations hold at once; at least Max.
+	// MaxDecoded bounds the estimated decoding of a workflow's nodes JSON, and of the rest of its JSON.
+	MaxDecoded int64
+	// Budget is the bytes of nodes JSON and of estimated decodings all decodings hold at once; at least Max
+	// and MaxDecoded together.
 	Budget int64
 	// BudgetWait is how long an inflation waits for room; negative fails at once when the budget is full.
 	BudgetWait time.Duration
@@ -110,8 +150,9 @@ type InflaterConfig struct {
 }
 
 // Inflater inflates status.compressedNodes within its bounds: at most Ratio bytes per byte of gzip above
-// Floor and at most Max, stated by the gzip trailer and checked while inflating; a budget of bytes for all
-// its inflations at once; and a memory of failed inputs, so the same bytes are never inflated twice to fail
+// Floor and at most Max, stated by the gzip trailer and checked while inflating; at most MaxDecoded
+// estimated bytes decoded from them, and from a workflow's own JSON; a budget of bytes for all its
+// decodings at once; and a memory of failed inputs, so the same bytes are never inflated twice to fail
 // again. One per process (the controller's, or the package's default for every other reader). Safe for
 // concurrent use. A nil *Inflater is the package's default.
 type Inflater struct {
@@ -138,11 +179,14 @@ func NewInflater(cfg InflaterConfig) *Inflater {
 	if cfg.Max <= 0 {
 		cfg.Max = DefaultMaxInflated
 	}
+	if cfg.MaxDecoded <= 0 {
+		cfg.MaxDecoded = DefaultMaxDecoded
+	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = DefaultInflateBudget
 	}
-	// The largest inflation must fit alone: a weighted semaphore never grants more than its size.
-	cfg.Budget = max(cfg.Budget, int64(cfg.Max)+1)
+	// The largest inflation and its decoding must fit alone: a weighted semaphore never grants more than its size.
+	cfg.Budget = max(cfg.Budget, int64(cfg.Max)+1+cfg.MaxDecoded)
 	if cfg.BudgetWait == 0 {
 		cfg.BudgetWait = DefaultInflateBudgetWait
 	}
@@ -170,31 +214,32 @@ func (i *Inflater) limit(n int) int {
 	return i.cfg.Floor + i.cfg.Ratio*n
 }
 
-// inflate decodes compressed (base64 of gzip) and hands the inflated bytes to decode, within the bounds. A
-// failure other than ErrInflateBudget is remembered with decode's: the same bytes fail again unread.
-func (i *Inflater) inflate(compressed string, decode func([]byte) error) error {
+// inflate decodes compressed (base64 of gzip) and hands the inflated bytes to decode, which decodes them
+// into a value of shape into, within the bounds, and returns the estimated size of that decoding. A failure
+// other than ErrInflateBudget is remembered with decode's: the same bytes fail again unread.
+func (i *Inflater) inflate(compressed string, into *shape, decode func([]byte) error) (int64, error) {
 	digest := sha256.Sum256([]byte(compressed))
 	if err := i.failedBefore(digest); err != nil {
 		i.observe(InflateFailedBefore, 0)
-		return err
+		return 0, err
 	}
-	outcome, inflated, err := i.inflateNew(compressed, decode)
+	outcome, inflated, decoded, err := i.inflateNew(compressed, into, decode)
 	i.observe(outcome, inflated)
 	if err != nil && !errors.Is(err, ErrInflateBudget) {
 		i.remember(digest, err)
 	}
-	return err
+	return decoded, err
 }
 
-func (i *Inflater) inflateNew(compressed string, decode func([]byte) error) (outcome string, inflated int, err error) {
+func (i *Inflater) inflateNew(compressed string, into *shape, decode func([]byte) error) (outcome string, inflated int, decoded int64, err error) {
 	raw, err := base64.StdEncoding.DecodeString(compressed)
 	if err != nil {
-		return InflateCorrupt, 0, fmt.Errorf("not base64: %w", err)
+		return InflateCorrupt, 0, 0, fmt.Errorf("not base64: %w", err)
 	}
 	// gzip ends with the size of what it holds (mod 2^32, far above any limit): a bomb that tells the truth is
 	// refused unread, and one that lies is found one byte past what it stated.
 	if len(raw) < 18 || raw[0] != 0x1f || raw[1] != 0x8b { // gzip's magic; a 10-byte header and an 8-byte trailer at least
-		return InflateCorrupt, 0, fmt.Errorf("inflating: %d bytes that are not gzip", len(raw))
+		return InflateCorrupt, 0, 0, fmt.Errorf("inflating: %d bytes that are not gzip", len(raw))
 	}
 	stated := int(binary.LittleEndian.Uint32(raw[len(raw)-4:]))
 	if limit := i.limit(len(raw)); stated > limit {
@@ -202,16 +247,16 @@ func (i *Inflater) inflateNew(compressed string, decode func([]byte) error) (out
 		if limit == i.cfg.Max {
 			reason = InflateOverSize
 		}
-		return reason, 0, &RefusedError{Reason: reason, Compressed: len(raw), Stated: stated, Limit: limit}
+		return reason, 0, 0, &RefusedError{Reason: reason, Compressed: len(raw), Stated: stated, Limit: limit}
 	}
 	release, err := i.reserve(stated + 1)
 	if err != nil {
-		return InflateBudgetFull, 0, err
+		return InflateBudgetFull, 0, 0, err
 	}
 	defer release()
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return InflateCorrupt, 0, fmt.Errorf("inflating: %w", err)
+		return InflateCorrupt, 0, 0, fmt.Errorf("inflating: %w", err)
 	}
 	defer func() { _ = zr.Close() }()
 	// One byte more than stated, to find a trailer that lies; gzip itself checks the size at the end.
@@ -224,14 +269,26 @@ func (i *Inflater) inflateNew(compressed string, decode func([]byte) error) (out
 	}
 	switch {
 	case n > stated:
-		return InflateSizeMismatch, n, &RefusedError{Reason: InflateSizeMismatch, Compressed: len(raw), Stated: stated, Limit: i.limit(len(raw))}
+		return InflateSizeMismatch, n, 0, &RefusedError{Reason: InflateSizeMismatch, Compressed: len(raw), Stated: stated, Limit: i.limit(len(raw))}
 	case !errors.Is(err, io.EOF): // truncated, a checksum that does not match, ...
-		return InflateCorrupt, n, fmt.Errorf("inflating: %w", err)
+		return InflateCorrupt, n, 0, fmt.Errorf("inflating: %w", err)
 	}
+	// What decoding allocates is not bounded by the JSON (8 MiB of empty artifacts hold 746 MiB): estimated
+	// first, and held in the budget while it is made.
+	decoded = decodedSize(buf[:n], into, i.cfg.MaxDecoded)
+	if decoded > i.cfg.MaxDecoded {
+		return InflateOverDecodedSize, n, decoded, &RefusedError{Reason: InflateOverDecodedSize, Compressed: len(raw), Stated: stated,
+			Decoded: decoded, Limit: int(i.cfg.MaxDecoded)}
+	}
+	releaseDecoding, err := i.reserve(int(decoded))
+	if err != nil {
+		return InflateBudgetFull, n, 0, err
+	}
+	defer releaseDecoding()
 	if err := decode(buf[:n]); err != nil {
-		return InflateCorrupt, n, fmt.Errorf("decoding the inflated nodes: %w", err)
+		return InflateCorrupt, n, 0, fmt.Errorf("decoding the inflated nodes: %w", err)
 	}
-	return InflateInflated, n, nil
+	return InflateInflated, n, decoded, nil
 }
 
 // reserve takes n bytes of the budget, waiting at most BudgetWait on the clock, and returns their release.
@@ -259,6 +316,19 @@ func (i *Inflater) reserve(n int) (func(), error) {
 		return nil, fmt.Errorf("%w (waited %s)", full, i.cfg.BudgetWait)
 	}
 	return release, nil
+}
+
+// decodeWithin runs decode, a decoding estimated at size bytes, holding them in the budget when they are
+// over Floor: the many small decodings of every pass never wait on it.
+func (i *Inflater) decodeWithin(size int64, decode func() error) error {
+	if size > int64(i.cfg.Floor) {
+		release, err := i.reserve(int(size))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	return decode()
 }
 
 func (i *Inflater) observe(outcome string, inflated int) {

@@ -1,11 +1,14 @@
 package extstatus
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,36 +233,56 @@ func TestTheBudgetBoundsTheBytesInflatedAtOnce(t *testing.T) {
 		}
 	})
 
-	t.Run("concurrent inflations never hold more than the budget together", func(t *testing.T) {
+	t.Run("concurrent inflations never hold more than the budget together, JSON and decoding", func(t *testing.T) {
 		size := InflatedSize(nodes)
+		decoded := decodedSize(inflated(t, nodes), nodesShape(), 0)
+		each := int64(size) + 1 + decoded
 		// Room for two at once: eight goroutines must take turns.
-		i := NewInflater(InflaterConfig{Max: size, Budget: int64(2*size + 2), BudgetWait: time.Hour})
+		i := NewInflater(InflaterConfig{Max: size, MaxDecoded: decoded, Budget: 2 * each, BudgetWait: time.Hour})
 		var held, most atomic.Int64
 		decode := func(data []byte) error {
-			now := held.Add(int64(len(data) + 1))
+			now := held.Add(each)
 			for {
 				m := most.Load()
 				if now <= m || most.CompareAndSwap(m, now) {
 					break
 				}
 			}
-			defer held.Add(-int64(len(data) + 1))
+			defer held.Add(-each)
 			var got wfv1.Nodes
 			return json.Unmarshal(data, &got)
 		}
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				if err := i.inflate(nodes, decode); err != nil {
+				if _, err := i.inflate(nodes, nodesShape(), decode); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if m := most.Load(); m > i.cfg.Budget || m < int64(size) {
-			t.Errorf("at most %d bytes held at once, want between %d and the budget %d", m, size, i.cfg.Budget)
+		if m := most.Load(); m > i.cfg.Budget || m < each {
+			t.Errorf("at most %d bytes held at once, want between %d and the budget %d", m, each, i.cfg.Budget)
 		}
 	})
+}
+
+// inflated is the nodes JSON compressed holds.
+func inflated(t testing.TB, compressed string) []byte {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(compressed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestWhatWfguardCompressesItCanReadBack(t *testing.T) {
@@ -315,4 +338,61 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("never %s: %v", what, err)
 	}
+}
+func TestAnInflaterRefusesNodesThatWouldDecodePastItsBound(t *testing.T) {
+	fanOut, err := compress(engineFanOut(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600,000 empty artifacts: 1.8 MB of JSON, ~160 MiB decoded; padded to 100:1, half the inflate ratio.
+	bomb := zipbomb.CompressedArtifacts(600000, DefaultInflateRatio/2)
+	if InflatedSize(bomb) > DefaultInflateFloor+DefaultInflateRatio*gzipLen(t, bomb) {
+		t.Fatal("the artifacts bomb is over the inflate ratio: it no longer tests what decoding allocates")
+	}
+	for _, tc := range []struct {
+		sentence   string
+		compressed string
+		outcome    string
+		nodes      int
+	}{
+		{"the engine's 10,000-pod fan-out is decoded", fanOut, InflateInflated, 10002},
+		{"an array of empty artifacts under the inflate ratio is refused before it is decoded", bomb, InflateOverDecodedSize, 0},
+	} {
+		var seen reads
+		i := NewInflater(InflaterConfig{Observe: seen.observe})
+		wf := &wfv1.Workflow{}
+		wf.Namespace, wf.Name = "ns", "wf"
+		wf.Status.CompressedNodes = tc.compressed
+		var size int64
+		allocated := allocatedBy(func() { size, err = i.inflateNodes(wf) })
+		var refused *RefusedError
+		switch {
+		case seen.last().Outcome != tc.outcome:
+			t.Errorf("%s: observed %+v, want %s (err %v)", tc.sentence, seen.last(), tc.outcome, err)
+		case len(wf.Status.Nodes) != tc.nodes:
+			t.Errorf("%s: %d nodes, want %d", tc.sentence, len(wf.Status.Nodes), tc.nodes)
+		case tc.outcome == InflateInflated && (err != nil || size <= 0):
+			t.Errorf("%s: err %v, estimated size %d", tc.sentence, err, size)
+		case tc.outcome == InflateOverDecodedSize && (!errors.As(err, &refused) || refused.Reason != InflateOverDecodedSize ||
+			refused.Decoded <= DefaultMaxDecoded || !strings.Contains(err.Error(), "would decode to over")):
+			t.Errorf("%s: err = %v, want a RefusedError over_decoded_size", tc.sentence, err)
+		case tc.outcome == InflateOverDecodedSize && allocated > 32<<20:
+			t.Errorf("%s: refusing allocated %d bytes, want no more than inflating does (its JSON is %d bytes)", tc.sentence, allocated, InflatedSize(bomb))
+		}
+		t.Logf("%s: %d bytes of gzip, %d of JSON, estimated %d decoded; %d bytes allocated", tc.sentence, gzipLen(t, tc.compressed),
+			InflatedSize(tc.compressed), max(size, decodedOf(refused)), allocated)
+		if tc.outcome == InflateOverDecodedSize {
+			_, _ = i.inflateNodes(&wfv1.Workflow{Status: wfv1.WorkflowStatus{CompressedNodes: tc.compressed}})
+			if seen.last().Outcome != InflateFailedBefore {
+				t.Errorf("%s: read again: %+v, want it refused from memory", tc.sentence, seen.last())
+			}
+		}
+	}
+}
+
+func decodedOf(refused *RefusedError) int64 {
+	if refused == nil {
+		return 0
+	}
+	return refused.Decoded
 }

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/binary"
+	"math/rand/v2"
+	"strings"
 )
 
 // Prefix and Suffix enclose the message of the one node CompressedNodes holds.
@@ -32,4 +34,37 @@ func CompressedNodes(n, stated int) string {
 		binary.LittleEndian.PutUint32(raw[len(raw)-4:], uint32(stated))
 	}
 	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// ArtifactsJSON is nodes JSON holding one node whose inputs hold n empty artifacts: 3 bytes of JSON each,
+// each a 224-byte wfv1.Artifact once decoded. Its message is padding bytes of letters that gzip cannot
+// shrink, so that the whole stays under an inflate ratio.
+func ArtifactsJSON(n, padding int) []byte {
+	var b bytes.Buffer
+	b.Grow(3*n + padding + 128)
+	b.WriteString(`{"bomb":{"id":"bomb","name":"bomb","type":"Pod","phase":"Running","message":"`)
+	letters := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	r := rand.New(rand.NewPCG(1, 2)) // the same bytes every run
+	for range padding {
+		b.WriteByte(letters[r.IntN(len(letters))])
+	}
+	b.WriteString(`","inputs":{"artifacts":[`)
+	b.WriteString(strings.TrimSuffix(strings.Repeat("{},", n), ","))
+	b.WriteString(`]}}}`)
+	return b.Bytes()
+}
+
+// CompressedArtifacts is status.compressedNodes of ArtifactsJSON(n, ...) padded until the JSON is at most
+// ratio times its gzip: every bound on the JSON's size passes, what it decodes to does not.
+func CompressedArtifacts(n, ratio int) string {
+	for padding := 1 << 10; ; padding *= 2 {
+		data := ArtifactsJSON(n, padding)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(data)
+		_ = zw.Close()
+		if len(data) <= ratio*buf.Len() {
+			return base64.StdEncoding.EncodeToString(buf.Bytes())
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/zipbomb"
 	"github.com/wfguard/wfguard/sandbox/simnode"
 	"github.com/wfguard/wfguard/test/harness"
@@ -178,5 +179,60 @@ func TestACompletedFanOutWithCompressedNodesIsNotInflatedAgainOnLaterPasses(t *t
 	}
 	for _, name := range []string{"first", "again-0", "again-1", "again-2"} {
 		expectOutcome(t, e.waitAction(name), v1alpha1.PhaseFailed, actions.ReasonWorkflowCompleted)
+	}
+}
+
+// JSON says nothing of what it decodes to: `{}` in an array of artifacts is 3 bytes and a 224-byte struct
+// (issue #44 item 5, a review of its fixes). mallory, who may only create and get workflows, plants a running
+// workflow whose status.compressedNodes holds 600,000 empty artifacts: 1.8 MB of nodes JSON padded with
+// random letters to 100:1, within every bound on the JSON, and ~160 MiB once decoded, over the 128 MiB a
+// workflow's decoding may take (the bomb of the review, 8 MiB of JSON, held 746 MiB). The controller
+// refuses it before decoding it (Event, metrics), fails it, and a workflow beside it succeeds.
+func TestNodesThatWouldDecodePastTheBoundAreRefusedBeforeTheyAreDecoded(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	mallory := versioned.NewForConfigOrDie(e.Grant(cp.Config(), "mallory", rbacv1.PolicyRule{APIGroups: []string{wfv1.SchemeGroupVersion.Group},
+		Resources: []string{"workflows"}, Verbs: []string{"create", "get"}}))
+	beside := e.Submit(oneStep)
+
+	bomb := zipbomb.CompressedArtifacts(600000, extstatus.DefaultInflateRatio/2)
+	started := metav1.NewTime(time.Now().Truncate(time.Second))
+	planted, err := mallory.ArgoprojV1alpha1().Workflows(e.Namespace).Create(t.Context(), &wfv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "artifacts-bomb"},
+		Spec:       wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Container: harness.ParseWorkflow(t, oneStep).Spec.Templates[0].Container}}},
+		Status:     wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, StartedAt: started, CompressedNodes: bomb},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("mallory planting the bomb: %v", err)
+	}
+	if planted.Status.CompressedNodes != bomb || planted.Status.Phase != wfv1.WorkflowRunning {
+		t.Fatalf("the bomb was stored as %s with %d bytes of compressedNodes, not mallory's running %d: the test no longer models a create that carries a status",
+			planted.Status.Phase, len(planted.Status.CompressedNodes), len(bomb))
+	}
+	t.Logf("%d bytes of compressedNodes holding %d bytes of nodes JSON", len(bomb), extstatus.InflatedSize(bomb))
+
+	events := e.WaitEvent("Workflow", planted.Name, controller.ReasonWorkflowNodesRefused)
+	if len(events) != 1 || !strings.Contains(events[0].Message, "would decode to over") {
+		t.Errorf("%s Events %q, want one saying what the nodes would decode to", controller.ReasonWorkflowNodesRefused, harness.Messages(events))
+	}
+	// Read as stored: the harness's readers refuse these nodes too.
+	var stored *wfv1.Workflow
+	harness.Until(t, "the bomb failed", harness.DefaultTimeout, func(ctx context.Context) bool {
+		stored, err = e.Argo.ArgoprojV1alpha1().Workflows(e.Namespace).Get(ctx, planted.Name, metav1.GetOptions{})
+		return err == nil && stored.Status.Phase.Completed()
+	})
+	if stored.Status.Phase != wfv1.WorkflowFailed || !strings.Contains(stored.Status.Message, "refused") {
+		t.Errorf("the bomb = %s %.300q, want Failed saying its nodes were refused", stored.Status.Phase, stored.Status.Message)
+	}
+	if got := e.Metric("wfguard_workflow_nodes_refused_total", map[string]string{"reason": extstatus.InflateOverDecodedSize}); got != 1 {
+		t.Errorf("wfguard_workflow_nodes_refused_total{reason=over_decoded_size} = %v, want 1", got)
+	}
+	if got := e.Metric("wfguard_compressed_nodes_reads_total", map[string]string{"outcome": extstatus.InflateOverDecodedSize}); got != 1 {
+		t.Errorf("reads refused over_decoded_size = %v, want 1: its bytes are inflated once and never decoded", got)
+	}
+	if got := e.Metric("wfguard_compressed_nodes_reads_total", map[string]string{"outcome": extstatus.InflateInflated}); got != 0 {
+		t.Errorf("%v reads inflated and decoded, want none", got)
+	}
+	if done := e.WaitCompleted(beside.Name); done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Errorf("the workflow beside it = %s %q, want Succeeded", done.Status.Phase, done.Status.Message)
 	}
 }
