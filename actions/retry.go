@@ -231,11 +231,15 @@ func (t *nodeTree) onExit(n *wfv1.NodeStatus) bool {
 // retrySeeds are the nodes that run again with everything after them: the selected ones, and the failed
 // execution nodes (a retried attempt stands for its Retry node) after which nothing succeeded.
 func (t *nodeTree) retrySeeds(selected map[string]bool) []string {
+	return t.seedsWhere(selected, t.succeededAfter(selected))
+}
+
+// seedsWhere is retrySeeds with after saying whether a node is followed by a success.
+func (t *nodeTree) seedsWhere(selected map[string]bool, after func(id string) bool) []string {
 	seeds := map[string]bool{}
 	for id := range selected {
 		seeds[t.podOf(id)] = true
 	}
-	after := t.succeededAfter(selected)
 	for _, id := range sortedIDs(t.wf.Status.Nodes) {
 		n := t.wf.Status.Nodes[id]
 		if !n.FailedOrError() || !executionNode(n.Type) || t.onExit(&n) {

@@ -10,35 +10,17 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 )
 
-// naiveSeeds and naivePlan are the retry plan computed the obvious way, one walk per node: the reference
-// the linear computation must agree with.
+// naiveSeeds is the retry plan's seeds with "a success follows this node" computed the obvious way, one walk
+// per node: the reference the memoized computation must agree with.
 func naiveSeeds(t *nodeTree, selected map[string]bool) []string {
-	seeds := map[string]bool{}
-	for id := range selected {
-		seeds[t.podOf(id)] = true
-	}
-	for _, id := range sortedIDs(t.wf.Status.Nodes) {
-		n := t.wf.Status.Nodes[id]
-		if !n.FailedOrError() || !executionNode(n.Type) || t.onExit(&n) {
-			continue
-		}
-		seed := id
-		if n.NodeFlag != nil && n.NodeFlag.Retried {
-			if p := t.parentOfType(id, wfv1.NodeTypeRetry); p != "" {
-				seed = p
-			}
-		}
-		after := false
+	return t.seedsWhere(selected, func(seed string) bool {
 		for d := range t.descendants(seed) {
 			if d != seed && !selected[d] && t.wf.Status.Nodes[d].Phase == wfv1.NodeSucceeded {
-				after = true
+				return true
 			}
 		}
-		if !after {
-			seeds[t.podOf(seed)] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(seeds))
+		return false
+	})
 }
 
 // randomTree is a workflow of n nodes whose children links form a random DAG (and, now and then, a cycle, as

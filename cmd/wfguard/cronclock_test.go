@@ -3,7 +3,6 @@ package main
 import (
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,18 +61,7 @@ func TestTheBinarySchedulesCronWorkflowsOnTheRealClockAndStopsOnSIGTERM(t *testi
 	if len(runs.Items) == 0 {
 		t.Error("no run of either CronWorkflow exists")
 	}
-	if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-proc.done:
-		proc.done <- err
-		if err != nil {
-			t.Errorf("the controller exited with %v after SIGTERM; output:\n%s", err, proc.out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the controller did not exit within 30s of SIGTERM; output:\n%s", proc.out.String())
-	}
+	proc.stopWithSIGTERM(t)
 }
 
 // processCPU is the controller process's CPU seconds so far, from its /metrics.

@@ -183,18 +183,7 @@ func TestTheBinaryLeadsServesAndDrainsOnSIGTERM(t *testing.T) {
 	}
 
 	// SIGTERM: the leader drains, releases the Lease and exits 0; the standby takes over.
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-first.done:
-		first.done <- err
-		if err != nil {
-			t.Errorf("the controller exited with %v after SIGTERM; output:\n%s", err, first.out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the controller did not exit within 30s of SIGTERM; output:\n%s", first.out.String())
-	}
+	first.stopWithSIGTERM(t)
 	for _, want := range []string{`"msg":"shutting down: draining workers"`, `"msg":"controller stopped"`} {
 		if !strings.Contains(first.out.String(), want) {
 			t.Errorf("the leader's log lacks %s", want)
@@ -412,6 +401,23 @@ func (p *controllerProcess) metrics(t *testing.T) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// stopWithSIGTERM sends SIGTERM and fails the test unless the process exits 0 within 30 s.
+func (p *controllerProcess) stopWithSIGTERM(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Errorf("the controller exited with %v after SIGTERM; output:\n%s", err, p.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the controller did not exit within 30s of SIGTERM; output:\n%s", p.out.String())
+	}
 }
 
 // metricsOrEmpty is /metrics, or "" while the process does not serve it yet.
