@@ -279,7 +279,7 @@ func TestAPodGetsTheRepositorysArchiveLocationWithArgosKey(t *testing.T) {
 		if pod == nil {
 			t.Fatalf("%s: no pod: %s %s", tc.sentence, wf.Status.Message, describeNodes(wf))
 		}
-		got := podTemplate(t, pod).ArchiveLocation
+		got := templateOfPod(t, pod).ArchiveLocation
 		want := tc.want
 		if want != nil && want.S3 != nil {
 			want = want.DeepCopy()

@@ -12,7 +12,7 @@ import (
 )
 
 // podTemplate is the template a pod's executor reads (ARGO_TEMPLATE on its init container, else wait).
-func podTemplate(t *testing.T, pod *corev1.Pod) *wfv1.Template {
+func templateOfPod(t *testing.T, pod *corev1.Pod) *wfv1.Template {
 	t.Helper()
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		for _, env := range c.Env {
@@ -156,7 +156,7 @@ spec:
 		if !started {
 			t.Fatalf("%s: the consumer %s was not started: %s", tc.sentence, tc.consumer, describeNodes(wf))
 		}
-		in := podTemplate(t, pod).Inputs.GetArtifactByName("a")
+		in := templateOfPod(t, pod).Inputs.GetArtifactByName("a")
 		if in == nil || in.S3 == nil || in.S3.Key != tc.wantKey || in.S3.Bucket != "bucket" || in.Path != "/tmp/a" || in.From != "" {
 			t.Errorf("%s: the consumer's executor reads input artifact %+v, want s3 bucket/%s at /tmp/a", tc.sentence, in, tc.wantKey)
 		}

@@ -33,7 +33,7 @@ func addContainerNodes(p *Pass, podNode *wfv1.NodeStatus, set *wfv1.ContainerSet
 		if p.node(name) != nil {
 			continue
 		}
-		n := p.newNode(name, c.Name, wfv1.NodeTypeContainer, podNode.TemplateName, podNode.ID, wfv1.NodePending, "")
+		n := p.newNode(nodeAt{name, c.Name, podNode.TemplateName, podNode.ID}, wfv1.NodeTypeContainer, wfv1.NodePending, "")
 		n.TemplateScope, n.NodeFlag = podNode.TemplateScope, flag
 		p.setNode(n)
 	}

@@ -206,7 +206,7 @@ func TestADaemonsEndIsJudgedByArgosRules(t *testing.T) {
 	} {
 		w := wf.DeepCopy()
 		p := &Pass{WF: w, Now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{}, TaskResultTimeout: time.Hour}
-		n := p.newNode("dm[0].server", "server", wfv1.NodeTypePod, "serve", w.NodeID("dm"), wfv1.NodeRunning, "")
+		n := p.newNode(nodeAt{"dm[0].server", "server", "serve", w.NodeID("dm")}, wfv1.NodeTypePod, wfv1.NodeRunning, "")
 		n.Daemoned = tc.daemoned
 		n.TaskResultSynced = &tc.synced
 		p.setNode(n)

@@ -225,7 +225,7 @@ func (r *dagRun) linker(deps []string) func(childID string) {
 // recordNotRun records a task whose template does not run: a Skipped-type node in phase with msg, linked
 // under its dependencies, and its event.
 func (r *dagRun) recordNotRun(name string, t *wfv1.DAGTask, deps []string, phase wfv1.NodePhase, msg string) {
-	n := r.p.newNode(name, t.Name, wfv1.NodeTypeSkipped, t.Template, r.node.ID, phase, msg)
+	n := r.p.newNode(nodeAt{name, t.Name, t.Template, r.node.ID}, wfv1.NodeTypeSkipped, phase, msg)
 	r.linker(deps)(n.ID)
 	r.p.Events = append(r.p.Events, nodeEvent(n))
 }
@@ -242,8 +242,7 @@ func (r *dagRun) countIfFulfilled(name string) {
 // else the DAG's; an API error retries the pass.
 func (r *dagRun) start(ctx context.Context, name string, t, resolved *wfv1.DAGTask, deps []string) (*wfv1.NodeStatus, error) {
 	p, link := r.p, r.linker(deps)
-	child, err := r.e.executeTemplate(ctx, p, name, t.Name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline},
-		resolved.Arguments, r.node.ID, r.tmplJSON, execOpts{})
+	child, err := r.e.executeTemplate(ctx, &nodeCall{p: p, name: name, display: t.Name, call: templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, args: resolved.Arguments, boundaryID: r.node.ID, parentJSON: r.tmplJSON})
 	if err != nil {
 		if abortsPass(err) {
 			return nil, err
@@ -553,7 +552,7 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 	if err != nil {
 		msg := fmt.Sprintf("task %s: %v", task.Name, err)
 		if group == nil {
-			bad := p.newNode(name, task.Name, wfv1.NodeTypeSkipped, task.Template, dagNode.ID, wfv1.NodeError, msg)
+			bad := p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 			link(bad.ID)
 			p.Events = append(p.Events, nodeEvent(bad))
 		} else {
@@ -563,14 +562,14 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 	}
 	if len(items) == 0 {
 		if group == nil {
-			skipped := p.newNode(name, task.Name, wfv1.NodeTypeSkipped, task.Template, dagNode.ID, wfv1.NodeSkipped, "Skipped, empty params")
+			skipped := p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params")
 			link(skipped.ID)
 			p.Events = append(p.Events, nodeEvent(skipped))
 		}
 		return nil
 	}
 	if group == nil {
-		group = p.newNode(name, task.Name, wfv1.NodeTypeTaskGroup, task.Template, dagNode.ID, wfv1.NodeRunning, "")
+		group = p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeTaskGroup, wfv1.NodeRunning, "")
 		link(group.ID)
 	}
 	base := *resolved
@@ -617,13 +616,13 @@ func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *
 			if err != nil {
 				phase, msg = wfv1.NodeError, err.Error()
 			}
-			n := p.newNode(childName, iterName, wfv1.NodeTypeSkipped, x.Template, dagNode.ID, phase, msg)
+			n := p.newNode(nodeAt{childName, iterName, x.Template, dagNode.ID}, wfv1.NodeTypeSkipped, phase, msg)
 			p.addChild(p.node(group.Name), n.ID)
 			p.Events = append(p.Events, nodeEvent(n))
 			return n, nil
 		}
 	}
-	child, err := e.executeTemplate(ctx, p, childName, iterName, templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, x.Arguments, dagNode.ID, tmplJSON, execOpts{})
+	child, err := e.executeTemplate(ctx, &nodeCall{p: p, name: childName, display: iterName, call: templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, args: x.Arguments, boundaryID: dagNode.ID, parentJSON: tmplJSON})
 	if err != nil {
 		if abortsPass(err) {
 			return nil, err
@@ -632,7 +631,7 @@ func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *
 		if n := p.node(childName); n != nil {
 			return p.markPhase(n, wfv1.NodeError, msg), nil
 		}
-		n := p.newNode(childName, iterName, wfv1.NodeTypeSkipped, x.Template, dagNode.ID, wfv1.NodeError, msg)
+		n := p.newNode(nodeAt{childName, iterName, x.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 		p.addChild(p.node(group.Name), n.ID)
 		return n, nil
 	}

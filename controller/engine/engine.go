@@ -16,13 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
 	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/memoize"
-	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
@@ -304,7 +302,7 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 		return err
 	}
 	if !suspended(p) || shutdown(p).Enabled() {
-		_, err := e.executeTemplate(ctx, p, wf.Name, wf.Name, templateCall{name: wf.Spec.Entrypoint}, wf.Spec.Arguments, "", "", execOpts{})
+		_, err := e.executeTemplate(ctx, &nodeCall{p: p, name: wf.Name, display: wf.Name, call: templateCall{name: wf.Spec.Entrypoint}, args: wf.Spec.Arguments})
 		if err = recordedOnNode(err); err != nil {
 			var api *apiError
 			if errors.As(err, &api) {
@@ -471,153 +469,6 @@ type execOpts struct {
 	writtenRetryExpr string
 }
 
-// executeTemplate runs template tmplName as node nodeName; it returns the node (nil if not created, e.g.
-// while parallelism holds it back). parentTmplJSON is the calling steps/DAG template, to know whether a
-// parent reads outputs.result.
-func (e *Engine) executeTemplate(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, args wfv1.Arguments,
-	boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
-	existing, exists := p.peekNode(nodeName)
-	if exists && fulfilled(&existing) && !daemonedRetry(&existing) {
-		return p.node(nodeName), nil // a daemoned Retry node goes on: its attempt may end, and then it retries
-	}
-	if err := passCancelled(ctx, nodeName); err != nil {
-		return nil, err
-	}
-	if !exists && p.budgetSpent() {
-		return nil, nil // started by a later pass, like a node parallelism holds back
-	}
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > MaxTemplateDepth {
-		rec := &recursionError{node: nodeName}
-		if exists {
-			return p.markPhase(p.node(nodeName), wfv1.NodeError, rec.Error()), rec
-		}
-		n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, call.templateName(), boundaryID, wfv1.NodeError, rec.Error())
-		p.Events = append(p.Events, nodeEvent(n))
-		return n, rec
-	}
-	if n, ok := p.peekNode(nodeName); ok && n.Type == wfv1.NodeTypePod && waitingForOldPod(&n) {
-		// Its pod was never created: build it again below (same node ID) and retry the create, keeping
-		// when the wait began.
-		if p.oldPodWaits == nil {
-			p.oldPodWaits = map[string]wfv1.NodeStatus{}
-		}
-		p.oldPodWaits[n.ID] = n
-		p.forgetNode(n.ID)
-	}
-	if n := p.node(nodeName); n != nil && (n.Type == wfv1.NodeTypePod || n.Type == wfv1.NodeTypeSkipped) && !waitingForLock(n) {
-		// A pod node's template ran when the node was created; only its pod's state and timeout matter now.
-		if n.Type == wfv1.NodeTypePod {
-			if err := e.enforceTimeout(ctx, p, n, p.templateOf(n), args, opts); err != nil {
-				return nil, err
-			}
-		}
-		return p.node(nodeName), nil
-	}
-	tmpl, err := e.resolveTemplate(ctx, p, call)
-	if err != nil {
-		var api *apiError
-		if errors.As(err, &api) {
-			return nil, err
-		}
-		if call.ref == nil && p.base.local() {
-			return nil, err // argo's validation rejects these; kept as the caller's error
-		}
-		// A WorkflowTemplate or template that is gone: this node errors, naming it; its caller decides.
-		n := e.errorNode(p, nodeName, displayName, call.templateName(), boundaryID, err.Error())
-		e.stampRef(p, n, call)
-		return n, err
-	}
-	if tmpl, err = withTemplateDefaults(&p.WF.Spec, tmpl); err != nil {
-		return e.errorNode(p, nodeName, displayName, call.templateName(), boundaryID, err.Error()), nil
-	}
-	tmplName := tmpl.Name
-	if n := p.node(nodeName); n == nil && call.ref != nil {
-		defer func() {
-			if created := p.node(nodeName); created != nil {
-				e.stampRef(p, created, call)
-			}
-		}()
-	}
-	globals := common.Parameters(p.globals())
-	resolved, err := e.processArgs(tmpl, args, globals, p.WF.Namespace, p.configMaps())
-	if err != nil {
-		return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
-	}
-	if opts.retryParams != nil {
-		if resolved, err = common.SubstituteParams(resolved, globals, opts.retryParams); err != nil {
-			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
-		}
-	}
-	if !opts.attempt { // argo renames a retry node, not its attempts
-		opts.attemptBase = displayName
-		if displayName, err = annotatedDisplayName(resolved, displayName); err != nil {
-			return e.errorNode(p, nodeName, displayName, tmplName, boundaryID, err.Error()), nil
-		}
-	}
-	if n, proceed, err := e.nodeLocks(ctx, p, nodeName, displayName, resolved, boundaryID, opts); !proceed {
-		return n, err
-	}
-	if resolved.Memoize != nil && p.node(nodeName) == nil && !opts.attempt {
-		n, status, done, err := e.memoLookup(ctx, p, nodeName, displayName, resolved, boundaryID)
-		if done {
-			return n, err
-		}
-		defer stampMemoization(p, nodeName, status)
-	}
-	if strategy := retryStrategyOf(p.WF, resolved); strategy != nil && !opts.attempt {
-		opts.writtenRetryExpr = retryStrategyOf(p.WF, tmpl).Expression
-		return e.executeRetry(ctx, p, nodeName, displayName, call, tmplName, args, resolved, strategy, boundaryID, parentTmplJSON, opts)
-	}
-	n := p.node(nodeName)
-	if n == nil && (failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID)) {
-		return nil, nil // a running node's end (a pod event) brings the next pass
-	}
-	if n == nil && opts.flag != nil {
-		defer func() {
-			if created := p.node(nodeName); created != nil && created.NodeFlag == nil {
-				created.NodeFlag = opts.flag
-				p.setNode(created)
-			}
-		}()
-	}
-	switch resolved.GetType() {
-	case wfv1.TemplateTypeContainer, wfv1.TemplateTypeScript, wfv1.TemplateTypeResource, wfv1.TemplateTypeData, wfv1.TemplateTypeContainerSet:
-		if n == nil {
-			return e.startPodNode(ctx, p, nodeName, displayName, resolved, boundaryID, parentTmplJSON, opts)
-		}
-		return n, nil
-	case wfv1.TemplateTypeSuspend:
-		return e.executeSuspend(p, n, nodeName, displayName, resolved, boundaryID), nil
-	case wfv1.TemplateTypeSteps:
-		if n == nil {
-			n = p.newNode(nodeName, displayName, wfv1.NodeTypeSteps, tmplName, boundaryID, wfv1.NodeRunning, "")
-			n.Inputs = inputsOf(resolved)
-			p.setNode(n)
-		}
-		defer p.enter(call.target(p.base))() // its steps name templates of the template's own base
-		return p.endScope(e.executeSteps(ctx, p, n, resolved))
-	case wfv1.TemplateTypeDAG:
-		if n == nil {
-			n = p.newNode(nodeName, displayName, wfv1.NodeTypeDAG, tmplName, boundaryID, wfv1.NodeRunning, "")
-			n.Inputs = inputsOf(resolved)
-			p.setNode(n)
-		}
-		defer p.enter(call.target(p.base))() // its tasks name templates of the template's own base
-		return p.endScope(e.executeDAG(ctx, p, n, resolved))
-	default:
-		msg := fmt.Sprintf("template %q is of type %q, which wfguard does not run yet (supported: container, containerSet, script, resource, data, suspend, steps, dag)",
-			tmplName, resolved.GetType())
-		if n == nil {
-			n = p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmplName, boundaryID, wfv1.NodeError, msg)
-			p.Events = append(p.Events, nodeEvent(n))
-			return n, nil
-		}
-		return p.markPhase(n, wfv1.NodeError, msg), nil
-	}
-}
-
 func nodeTypeOf(t *wfv1.Template) wfv1.NodeType {
 	switch t.GetType() {
 	case wfv1.TemplateTypeSteps:
@@ -635,80 +486,6 @@ func inputsOf(t *wfv1.Template) *wfv1.Inputs {
 		return nil
 	}
 	return t.Inputs.DeepCopy()
-}
-
-// startPodNode records a Pod node (result not synced: the pessimistic gate) and creates its pod.
-func (e *Engine) startPodNode(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID, parentTmplJSON string,
-	opts execOpts) (*wfv1.NodeStatus, error) {
-	onExit := opts.onExit || p.exiting
-	if s := shutdown(p); s.Enabled() && !s.ShouldExecute(onExit) {
-		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed,
-			fmt.Sprintf("workflow shutdown with strategy: %s", s))
-		p.Events = append(p.Events, nodeEvent(n))
-		return n, nil
-	}
-	podDeadline := deadline(p.WF)
-	if onExit {
-		podDeadline = time.Time{} // exit handlers are not bound by the workflow's deadline
-	}
-	if d := podDeadline; !d.IsZero() && !p.Now.Before(d) {
-		n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodeFailed, "Step exceeded its deadline")
-		p.Events = append(p.Events, nodeEvent(n))
-		return n, nil
-	}
-	n := p.newNode(nodeName, displayName, wfv1.NodeTypePod, tmpl.Name, boundaryID, wfv1.NodePending, "")
-	if waited, ok := p.oldPodWaits[n.ID]; ok {
-		n.StartedAt = waited.StartedAt // the node started when it first tried; its template timeout counts from then
-	}
-	n.Inputs = inputsOf(tmpl)
-	taskresult.CloseGate(n)
-	p.setNode(n)
-	include := includeScriptOutput(parentTmplJSON, nodeName)
-	switch tmpl.GetType() {
-	case wfv1.TemplateTypeResource:
-		include = false // argoexec's resource command prints no result; argo never asks it for one
-	case wfv1.TemplateTypeData:
-		include = true // the transformed data is the result; argo always asks for it
-	}
-	tmpl, err := withArchiveLocation(p, tmpl, nodeName, n.ID)
-	if err != nil {
-		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, err.Error()), &startError{err: err}
-	}
-	cfg := e.controllerConfig()
-	pod, err := podspec.Build(podspec.Input{
-		Workflow: p.WF, NodeName: nodeName, NodeID: n.ID, Template: tmpl,
-		ExecutorImage: e.executorImage(cfg), Executor: cfg.Executor, MainContainer: cfg.MainContainer,
-		InstanceID: e.InstanceID, IncludeScriptOutput: include,
-		Deadline: podDeadline, Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: onExit,
-		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
-	})
-	if err == nil {
-		addHostAntiAffinity(pod, p.failedHostsFor(n.ID, boundaryID))
-		var timeout time.Duration
-		if timeout, err = templateTimeout(tmpl); err == nil {
-			err = applyTimeout(pod, n, timeout, p.Now)
-		}
-	}
-	if err == nil {
-		err = refuseUnresolvedOutputs(pod)
-	}
-	if err == nil {
-		err = refuseRecordKey(pod, e.RecordKeySecret)
-	}
-	if err != nil {
-		// A pod that cannot be built never runs: its result can never arrive. Like argo, the error is also
-		// its caller's (startError): a step group or DAG errors naming this child.
-		taskresult.OpenGate(n)
-		return p.markPhase(n, wfv1.NodeError, podBuildMessage(err)), &startError{err: err}
-	}
-	// Created at the end of the pass, together with every other pod the pass started (createPods).
-	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: nodeName})
-	if tmpl.ContainerSet != nil {
-		addContainerNodes(p, n, tmpl.ContainerSet, opts.flag)
-		return p.node(nodeName), nil // with its Container children
-	}
-	return n, nil
 }
 
 // podCreate is a pod the pass decided to create.
@@ -824,43 +601,13 @@ func (e *apiError) Unwrap() error { return e.err }
 // MaxTemplateDepth bounds template nesting, so a template that calls itself cannot exhaust the stack.
 const MaxTemplateDepth = 100
 
-// executeSuspend keeps a Suspend node Running until its duration passes (or a resume marks it done).
-func (e *Engine) executeSuspend(p *Pass, n *wfv1.NodeStatus, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string) *wfv1.NodeStatus {
-	if n == nil {
-		n = p.newNode(nodeName, displayName, wfv1.NodeTypeSuspend, tmpl.Name, boundaryID, wfv1.NodeRunning, "")
-		n.Inputs = inputsOf(tmpl)
-		n.Outputs = suppliedOutputs(tmpl)
-		p.setNode(n)
-		p.Events = append(p.Events, Event{Reason: ReasonWorkflowSuspended, Message: "Suspended node " + nodeName})
-	}
-	if n.Phase.Completed() || tmpl.Suspend == nil || tmpl.Suspend.Duration == "" {
-		return n
-	}
-	d, err := wfv1.ParseStringToDuration(tmpl.Suspend.Duration)
-	if err != nil {
-		return p.markPhase(n, wfv1.NodeError, fmt.Sprintf("invalid suspend duration %q: %v", tmpl.Suspend.Duration, err))
-	}
-	until := n.StartedAt.Add(d)
-	if !p.Now.Before(until) {
-		// Expired: as after a plain resume, each output nobody supplied takes its default (argo's rule).
-		outputs, err := taskresult.ApplySuppliedDefaults(n.Outputs)
-		if err != nil {
-			return p.markPhase(n, wfv1.NodeError, err.Error())
-		}
-		n.Outputs = outputs
-		return p.markPhase(n, wfv1.NodeSucceeded, "")
-	}
-	p.requeueBy(until)
-	return n
-}
-
 // errorNode records that node nodeName cannot run (its arguments do not resolve): a new Skipped-type
 // node in Error, as argo records it, or the existing node marked Error.
 func (e *Engine) errorNode(p *Pass, nodeName, displayName, tmplName, boundaryID, msg string) *wfv1.NodeStatus {
 	if n := p.node(nodeName); n != nil {
 		return p.markPhase(n, wfv1.NodeError, msg)
 	}
-	n := p.newNode(nodeName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
+	n := p.newNode(nodeAt{nodeName, displayName, tmplName, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 	p.Events = append(p.Events, nodeEvent(n))
 	return n
 }

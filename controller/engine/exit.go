@@ -28,8 +28,7 @@ func (e *Engine) runWorkflowExitHandler(ctx context.Context, p *Pass, root *wfv1
 	p.extraGlobals = statusGlobals(p, root)
 	p.exiting = true
 	defer func() { p.extraGlobals, p.exiting = nil, false }()
-	n, err := e.executeTemplate(ctx, p, name, name, templateCall{name: hook.Template, ref: hook.TemplateRef}, hook.Arguments, "", "",
-		execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}})
+	n, err := e.executeTemplate(ctx, &nodeCall{p: p, name: name, display: name, call: templateCall{name: hook.Template, ref: hook.TemplateRef}, args: hook.Arguments, opts: execOpts{onExit: true, flag: &wfv1.NodeFlag{Hooked: true}}})
 	if err = recordedOnNode(err); err != nil {
 		return nil, false, err
 	}

@@ -144,7 +144,7 @@ func (e *Engine) runHook(ctx context.Context, p *Pass, call hookCall, parent *wf
 		p.exiting, opts.onExit = true, true
 		defer func() { p.exiting = exiting }()
 	}
-	n, err := e.executeTemplate(ctx, p, call.name, call.display, templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}, *args, boundaryID, "", opts)
+	n, err := e.executeTemplate(ctx, &nodeCall{p: p, name: call.name, display: call.display, call: templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}, args: *args, boundaryID: boundaryID, opts: opts})
 	if n != nil {
 		p.addChild(p.node(parent.Name), n.ID)
 	}

@@ -36,38 +36,38 @@ func (e *Engine) reportIgnoredEntry(p *Pass, cache memoize.Cache, key, nodeName,
 		key, cache.Namespace, cache.Name, why, nodeName)})
 }
 
-// memoLookup looks a memoized template's key up before its node is created. A hit creates the node
+// memoLookup looks the call's memoized template up before its node is created. A hit creates the node
 // Succeeded with the cached outputs and no pod (done=true); a miss returns the memoization status the node
 // created next must carry. A cache that cannot be read errors the node with argo's message, the error
 // returned for its caller as argo reports it.
-func (e *Engine) memoLookup(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string) (
-	n *wfv1.NodeStatus, status *wfv1.MemoizationStatus, done bool, err error) {
-	cache, err := e.memoCache(p, tmpl.Memoize)
+func (e *Engine) memoLookup(ctx context.Context, c *nodeCall) (n *wfv1.NodeStatus, status *wfv1.MemoizationStatus, done bool, err error) {
+	p, m := c.p, c.resolved.Memoize
+	cache, err := e.memoCache(p, m)
 	if err == nil {
 		var found memoize.Found
-		found, err = cache.Lookup(ctx, tmpl.Memoize.Key, tmpl.Memoize.MaxAge, p.Now)
-		status = &wfv1.MemoizationStatus{Hit: found.Hit, Key: tmpl.Memoize.Key, CacheName: cache.Name}
+		found, err = cache.Lookup(ctx, m.Key, m.MaxAge, p.Now)
+		status = &wfv1.MemoizationStatus{Hit: found.Hit, Key: m.Key, CacheName: cache.Name}
 		if err == nil && found.Hit {
-			return e.cacheHitNode(p, nodeName, displayName, tmpl, boundaryID, found.Outputs, status), nil, true, nil
+			return cacheHitNode(c, found.Outputs, status), nil, true, nil
 		}
 		if err == nil && found.Ignored != "" {
-			e.reportIgnoredEntry(p, cache, tmpl.Memoize.Key, nodeName, found.Ignored)
+			e.reportIgnoredEntry(p, cache, m.Key, c.name, found.Ignored)
 		}
 	}
 	if err != nil && cacheRetryable(err) {
-		return nil, nil, true, &apiError{fmt.Errorf("reading the memoization cache of node %s: %w", nodeName, err)}
+		return nil, nil, true, &apiError{fmt.Errorf("reading the memoization cache of node %s: %w", c.name, err)}
 	}
 	if err != nil {
-		return e.errorNode(p, nodeName, displayName, tmpl.Name, boundaryID, err.Error()), nil, true, err
+		return c.errorNode(e, err.Error()), nil, true, err
 	}
 	return nil, status, false, nil
 }
 
 // cacheHitNode records a node served from the cache: Succeeded with the cached outputs; no pod will ever
 // report for it, so its result gate is open.
-func (e *Engine) cacheHitNode(p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string, outputs *wfv1.Outputs,
-	status *wfv1.MemoizationStatus) *wfv1.NodeStatus {
-	n := p.newNode(nodeName, displayName, nodeTypeOf(tmpl), tmpl.Name, boundaryID, wfv1.NodeSucceeded, "")
+func cacheHitNode(c *nodeCall, outputs *wfv1.Outputs, status *wfv1.MemoizationStatus) *wfv1.NodeStatus {
+	p, tmpl := c.p, c.resolved
+	n := p.newNode(nodeAt{c.name, c.display, tmpl.Name, c.boundaryID}, nodeTypeOf(tmpl), wfv1.NodeSucceeded, "")
 	n.Inputs = inputsOf(tmpl)
 	n.Outputs = outputs.DeepCopy()
 	n.MemoizationStatus = status

@@ -192,16 +192,21 @@ func (p *Pass) setNode(n *wfv1.NodeStatus) {
 	p.WF.Status.Nodes[n.ID] = *n
 }
 
+// nodeAt is where a new node sits: its name, display name, the template it runs and its boundary.
+type nodeAt struct {
+	name, display, template, boundary string
+}
+
 // newNode records a node; its ID is argo's NodeID(name), so IDs are stable across passes and restarts.
-func (p *Pass) newNode(name, displayName string, typ wfv1.NodeType, tmplName, boundaryID string, phase wfv1.NodePhase, message string) *wfv1.NodeStatus {
+func (p *Pass) newNode(at nodeAt, typ wfv1.NodeType, phase wfv1.NodePhase, message string) *wfv1.NodeStatus {
 	n := &wfv1.NodeStatus{
-		ID:            p.WF.NodeID(name),
-		Name:          name,
-		DisplayName:   displayName,
+		ID:            p.WF.NodeID(at.name),
+		Name:          at.name,
+		DisplayName:   at.display,
 		Type:          typ,
-		TemplateName:  tmplName,
+		TemplateName:  at.template,
 		TemplateScope: p.base.scopeString(p.WF.Name),
-		BoundaryID:    boundaryID,
+		BoundaryID:    at.boundary,
 		Phase:         phase,
 		Message:       message,
 		StartedAt:     p.now(),

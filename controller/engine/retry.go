@@ -130,65 +130,78 @@ func attemptsOf(p *Pass, n *wfv1.NodeStatus) []*wfv1.NodeStatus {
 // the pass requeues itself for the rest.
 const maxAttemptsPerPass = 5
 
-// executeRetry runs a template with a retryStrategy: a Retry node whose children are the attempts
+// executeRetry runs the call's template with a retryStrategy: a Retry node whose children are the attempts
 // name(0), name(1), ... A new attempt starts only when the previous one is fulfilled (terminal and its
 // result synced) and the strategy allows it; the Retry node ends with the last attempt's phase and outputs.
-func (e *Engine) executeRetry(ctx context.Context, p *Pass, nodeName, displayName string, call templateCall, tmplName string, args wfv1.Arguments,
-	tmpl *wfv1.Template, strategy *wfv1.RetryStrategy, boundaryID, parentTmplJSON string, opts execOpts) (*wfv1.NodeStatus, error) {
-	n := p.node(nodeName)
+func (e *Engine) executeRetry(ctx context.Context, c *nodeCall, strategy *wfv1.RetryStrategy) (*wfv1.NodeStatus, error) {
+	p := c.p
+	n := c.node()
 	if n == nil {
-		if failFastHolds(p, boundaryID) || parallelismReached(p, boundaryID) {
+		if failFastHolds(p, c.boundaryID) || parallelismReached(p, c.boundaryID) {
 			return nil, nil
 		}
-		n = p.newNode(nodeName, displayName, wfv1.NodeTypeRetry, tmplName, boundaryID, wfv1.NodeRunning, "")
-		n.Inputs = inputsOf(tmpl)
-		n.NodeFlag = opts.flag
+		n = p.newNode(nodeAt{c.name, c.display, c.written.Name, c.boundaryID}, wfv1.NodeTypeRetry, wfv1.NodeRunning, "")
+		n.Inputs = inputsOf(c.resolved)
+		n.NodeFlag = c.opts.flag
 		p.setNode(n)
-		if err := checkRetryStrategy(strategy, opts.writtenRetryExpr); err != nil {
+		if err := checkRetryStrategy(strategy, c.opts.writtenRetryExpr); err != nil {
 			return p.markPhase(n, wfv1.NodeError, err.Error()), nil
 		}
 	}
 	for range maxAttemptsPerPass {
-		n = p.node(nodeName)
-		if settled(n) || stoppingDaemon(n) {
-			return n, nil // a stopped daemon's Retry node ends with its attempt (settleStoppedRetries)
-		}
-		attempts := attemptsOf(p, n)
-		num := len(attempts)
-		var last *wfv1.NodeStatus
-		if num > 0 {
-			last = attempts[num-1]
-		}
-		if followDaemonAttempt(p, n, last) {
-			return p.node(nodeName), nil
-		}
-		if last != nil && !fulfilled(last) {
-			num-- // the current attempt goes on
-			if num > 0 {
-				last = attempts[num-1]
-			} else {
-				last = nil
-			}
-		} else if last != nil && !e.retryAgain(p, n, strategy, attempts) {
-			return p.node(nodeName), nil
-		}
-		attemptOpts := opts
-		attemptOpts.attempt = true
-		attemptOpts.flag = &wfv1.NodeFlag{Retried: true, Hooked: opts.flag != nil && opts.flag.Hooked}
-		attemptOpts.retryParams = attemptParams(num, last)
-		name := fmt.Sprintf("%s(%d)", nodeName, num)
-		p.avoidFailedHosts(name, n, strategy)
-		child, err := e.executeTemplate(ctx, p, name, fmt.Sprintf("%s(%d)", opts.attemptBase, num), call, args, boundaryID, parentTmplJSON, attemptOpts)
-		if err = recordedOnNode(err); err != nil || child == nil {
-			return p.node(nodeName), err
-		}
-		p.addChild(p.node(nodeName), child.ID)
-		if !p.nodeFulfilled(name) {
-			return p.node(nodeName), nil
+		if done, err := e.nextAttempt(ctx, c, strategy); done || err != nil {
+			return c.node(), err
 		}
 	}
 	p.requeueBy(p.Now)
-	return p.node(nodeName), nil
+	return c.node(), nil
+}
+
+// nextAttempt drives the Retry node of c one attempt on: it reports done when the node settled, its
+// attempt goes on, or the strategy ends it; false when a new attempt was fulfilled at once (another may
+// follow in the same pass).
+func (e *Engine) nextAttempt(ctx context.Context, c *nodeCall, strategy *wfv1.RetryStrategy) (done bool, err error) {
+	p := c.p
+	n := c.node()
+	if settled(n) || stoppingDaemon(n) {
+		return true, nil // a stopped daemon's Retry node ends with its attempt (settleStoppedRetries)
+	}
+	attempts := attemptsOf(p, n)
+	num := len(attempts)
+	var last *wfv1.NodeStatus
+	if num > 0 {
+		last = attempts[num-1]
+	}
+	if followDaemonAttempt(p, n, last) {
+		return true, nil
+	}
+	if last != nil && !fulfilled(last) {
+		num-- // the current attempt goes on
+		last = nil
+		if num > 0 {
+			last = attempts[num-1]
+		}
+	} else if last != nil && !e.retryAgain(p, n, strategy, attempts) {
+		return true, nil
+	}
+	attempt := c.attempt(num, last)
+	p.avoidFailedHosts(attempt.name, n, strategy)
+	child, err := e.executeTemplate(ctx, attempt)
+	if err = recordedOnNode(err); err != nil || child == nil {
+		return true, err
+	}
+	p.addChild(c.node(), child.ID)
+	return !p.nodeFulfilled(attempt.name), nil
+}
+
+// attempt is the call of attempt number num of c's Retry node, after last (nil for the first).
+func (c *nodeCall) attempt(num int, last *wfv1.NodeStatus) *nodeCall {
+	opts := c.opts
+	opts.attempt = true
+	opts.flag = &wfv1.NodeFlag{Retried: true, Hooked: c.opts.flag != nil && c.opts.flag.Hooked}
+	opts.retryParams = attemptParams(num, last)
+	return &nodeCall{p: c.p, name: fmt.Sprintf("%s(%d)", c.name, num), display: fmt.Sprintf("%s(%d)", c.opts.attemptBase, num),
+		call: c.call, args: c.args, boundaryID: c.boundaryID, parentJSON: c.parentJSON, opts: opts}
 }
 
 // retryAgain decides after a fulfilled attempt, in argo's order: success ends the node; shutdown and the

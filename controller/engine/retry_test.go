@@ -87,7 +87,7 @@ func TestRetryDecisions(t *testing.T) {
 		wf := &wfv1.Workflow{}
 		wf.Name = "wf"
 		p := &Pass{WF: wf, Now: now}
-		n := p.newNode("wf.r", "r", wfv1.NodeTypeRetry, "t", "", wfv1.NodeRunning, "")
+		n := p.newNode(nodeAt{"wf.r", "r", "t", ""}, wfv1.NodeTypeRetry, wfv1.NodeRunning, "")
 		again := (&Engine{}).retryAgain(p, n, &tc.s, tc.attempts)
 		got := p.node("wf.r")
 		if again != tc.again || got.Phase != tc.phase || got.Message != tc.message {

@@ -19,7 +19,7 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 		sgName := fmt.Sprintf("%s[%d]", node.Name, i)
 		sg := p.node(sgName)
 		if sg == nil {
-			sg = p.newNode(sgName, fmt.Sprintf("[%d]", i), wfv1.NodeTypeStepGroup, "", node.ID, wfv1.NodeRunning, "")
+			sg = p.newNode(nodeAt{sgName, fmt.Sprintf("[%d]", i), "", node.ID}, wfv1.NodeTypeStepGroup, wfv1.NodeRunning, "")
 			e.linkStepGroup(p, node, sg, i)
 		}
 		if !fulfilled(sg) {
@@ -166,7 +166,7 @@ func (e *Engine) skipEmptyLoop(p *Pass, sg *wfv1.NodeStatus, step *wfv1.Workflow
 	if p.node(childName) != nil {
 		return
 	}
-	skipped := p.newNode(childName, step.Name, wfv1.NodeTypeSkipped, step.Template, boundaryID, wfv1.NodeSkipped, "Skipped, empty params")
+	skipped := p.newNode(nodeAt{childName, step.Name, step.Template, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params")
 	p.addChild(p.node(sg.Name), skipped.ID)
 	p.Events = append(p.Events, nodeEvent(skipped))
 }
@@ -200,14 +200,13 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 				return nil
 			}
 			if !proceed {
-				skipped := p.newNode(childName, run.name, wfv1.NodeTypeSkipped, run.step.Template, boundaryID, wfv1.NodeSkipped,
-					fmt.Sprintf("when '%s' evaluated false", resolved.When))
+				skipped := p.newNode(nodeAt{childName, run.name, run.step.Template, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", resolved.When))
 				p.addChild(p.node(sg.Name), skipped.ID)
 				p.Events = append(p.Events, nodeEvent(skipped))
 				continue
 			}
 		}
-		child, err := e.executeTemplate(ctx, p, childName, run.name, templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, resolved.Arguments, boundaryID, tmplJSON, execOpts{})
+		child, err := e.executeTemplate(ctx, &nodeCall{p: p, name: childName, display: run.name, call: templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, args: resolved.Arguments, boundaryID: boundaryID, parentJSON: tmplJSON})
 		if err != nil {
 			if abortsPass(err) {
 				return err
@@ -297,7 +296,7 @@ func stepGroupHookError(p *Pass, sg *wfv1.NodeStatus, err error, exitHandler str
 func (e *Engine) failStep(p *Pass, sg *wfv1.NodeStatus, childName, displayName, tmplName, boundaryID, msg string) {
 	child := p.node(childName)
 	if child == nil {
-		child = p.newNode(childName, displayName, wfv1.NodeTypeSkipped, tmplName, boundaryID, wfv1.NodeError, msg)
+		child = p.newNode(nodeAt{childName, displayName, tmplName, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 		p.Events = append(p.Events, nodeEvent(child))
 	} else {
 		p.markPhase(child, wfv1.NodeError, msg)

@@ -130,18 +130,18 @@ func (e *Engine) acquireWorkflowLocks(ctx context.Context, p *Pass) (bool, error
 	return true, nil
 }
 
-// nodeLocks takes a template's locks (template synchronization) for node nodeName before it runs. It
-// returns proceed=false with the node to report while the node waits (Pending, argo's message) or cannot
-// get its locks (Error, and the error for its caller, as argo's step group reports it).
-func (e *Engine) nodeLocks(ctx context.Context, p *Pass, nodeName, displayName string, tmpl *wfv1.Template, boundaryID string,
-	opts execOpts) (n *wfv1.NodeStatus, proceed bool, err error) {
-	n = p.node(nodeName)
-	if tmpl.Synchronization == nil || opts.attempt || (n != nil && !waitingForLock(n)) {
+// nodeLocks takes the call's template locks (template synchronization) before its node runs. It returns
+// proceed=false with the node to report while the node waits (Pending, argo's message) or cannot get its
+// locks (Error, and the error for its caller, as argo's step group reports it).
+func (e *Engine) nodeLocks(ctx context.Context, c *nodeCall) (n *wfv1.NodeStatus, proceed bool, err error) {
+	p, tmpl := c.p, c.resolved
+	n = c.node()
+	if tmpl.Synchronization == nil || c.opts.attempt || (n != nil && !waitingForLock(n)) {
 		return n, true, nil // a node that exists and does not wait got its locks when it started
 	}
-	holder := synchronization.HolderKey(p.WF, p.WF.NodeID(nodeName))
+	holder := synchronization.HolderKey(p.WF, p.WF.NodeID(c.name))
 	if n != nil {
-		if ended, stop := e.endWait(p, n, holder, tmpl, opts); stop {
+		if ended, stop := e.endWait(p, n, holder, tmpl, c.opts); stop {
 			return ended, ended == nil, nil // dropped: created again below; else ended here
 		}
 	}
@@ -151,7 +151,7 @@ func (e *Engine) nodeLocks(ctx context.Context, p *Pass, nodeName, displayName s
 	case errors.As(err, &api):
 		return nil, false, err
 	case err != nil:
-		return e.errorNode(p, nodeName, displayName, tmpl.Name, boundaryID, err.Error()), false, err
+		return e.errorNode(p, c.name, c.display, tmpl.Name, c.boundaryID, err.Error()), false, err
 	case acquired && n != nil:
 		p.forgetNode(n.ID) // created again below, as a node that runs
 		return nil, true, nil
@@ -159,7 +159,7 @@ func (e *Engine) nodeLocks(ctx context.Context, p *Pass, nodeName, displayName s
 		return nil, true, nil
 	}
 	if n == nil {
-		n = p.newNode(nodeName, displayName, nodeTypeOf(tmpl), tmpl.Name, boundaryID, wfv1.NodePending, msg)
+		n = p.newNode(nodeAt{c.name, c.display, tmpl.Name, c.boundaryID}, nodeTypeOf(tmpl), wfv1.NodePending, msg)
 		n.Inputs = inputsOf(tmpl)
 	}
 	n.Message = msg

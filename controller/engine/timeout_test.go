@@ -118,7 +118,7 @@ func TestAPendingNodePastItsTimeoutFailsWithItsGateIntact(t *testing.T) {
 		pods := &stoppingPods{}
 		p := &Pass{WF: wf, Now: tc.now, Pods: map[string]*corev1.Pod{}}
 		synced := false
-		n := p.newNode("wf.a", "a", wfv1.NodeTypePod, "c", "", tc.phase, "")
+		n := p.newNode(nodeAt{"wf.a", "a", "c", ""}, wfv1.NodeTypePod, tc.phase, "")
 		n.StartedAt = metav1.NewTime(start)
 		n.TaskResultSynced = &synced
 		p.setNode(n)

@@ -44,8 +44,7 @@ func (e *Engine) runWorkflowHook(ctx context.Context, p *Pass, name wfv1.Lifecyc
 	if err != nil || !run {
 		return !run, err
 	}
-	n, err := e.executeTemplate(ctx, p, call.name, call.display, templateCall{name: hook.Template, ref: hook.TemplateRef}, hook.Arguments, "", "",
-		execOpts{flag: &wfv1.NodeFlag{Hooked: true}})
+	n, err := e.executeTemplate(ctx, &nodeCall{p: p, name: call.name, display: call.display, call: templateCall{name: hook.Template, ref: hook.TemplateRef}, args: hook.Arguments, opts: execOpts{flag: &wfv1.NodeFlag{Hooked: true}}})
 	if n != nil {
 		p.addChild(p.node(root.Name), n.ID)
 	}
