@@ -139,74 +139,96 @@ func assessPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
 		}
 		n.Outputs.ExitCode = &code
 	}
-	synced := n.TaskResultSynced == nil || *n.TaskResultSynced
+	stored := false
 	switch pod.Status.Phase {
 	case corev1.PodPending, "":
 		n.Phase = wfv1.NodePending
 		n.Message = pendingReason(pod)
 	case corev1.PodRunning:
-		if n.Phase != wfv1.NodeRunning {
-			n.Phase = wfv1.NodeRunning
-		}
-		if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" && n.Message != DaemonStoppedMessage {
-			n.Message = ""
-		}
-		if n.Daemoned == nil && PodReady(pod) && isDaemon(p.templateOf(n)) {
-			// Argo's daemoned: running and ready, so successors may start (see fulfilled); {{steps.X.ip}}.
-			t := true
-			n.Daemoned = &t
-			n.PodIP = pod.Status.PodIP
-		}
+		assessRunningPod(p, n, pod)
 	case corev1.PodSucceeded:
-		n.Daemoned = nil
-		if isDaemon(p.templateOf(n)) {
-			// A daemon should run until its scope ends: one that exits by itself failed (argo's rule). The
-			// gate stays closed until its result is in, like any failed pod's.
-			p.setNode(n)
-			p.markPhase(n, wfv1.NodeFailed, "")
-			return
-		}
-		if !synced {
-			waitedBefore := taskresult.Waiting(p.Ext, &before)
-			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod)) // the persisted start of the wait wins
-			n.Phase = wfv1.NodeRunning
-			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
-			if !waitedBefore {
-				p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
-					Message: fmt.Sprintf("Node %s: pod %s succeeded; waiting for its task result", n.Name, pod.Name)})
-			}
-			break
-		}
-		succeedWithOutputs(p, n, pod)
-		return
+		stored = assessSucceededPod(p, n, pod, &before)
 	case corev1.PodFailed:
-		n.Daemoned = nil
-		phase, msg := inferFailedReason(pod)
-		if phase == wfv1.NodeSucceeded && !synced {
-			// main and wait both exited 0 (a sidecar was killed): success still needs the result (I1).
-			since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod))
-			n.Phase = wfv1.NodeRunning
-			n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
-			break
-		}
-		if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
-			msg = n.Message // we stopped it: keep why
-		}
-		if taskresult.CannotReport(pod) {
-			// The wait container can report nothing more: argo's rules to stop waiting for the result.
-			taskresult.OpenGate(n)
-		}
-		if phase == wfv1.NodeSucceeded {
-			succeedWithOutputs(p, n, pod)
-			return
-		}
-		p.setNode(n)
-		p.markPhase(n, phase, msg)
-		return
+		stored = assessFailedPod(p, n, pod)
 	}
-	if !equalNode(&before, n) {
+	if !stored && !equalNode(&before, n) {
 		p.setNode(n)
 	}
+}
+
+// resultSynced tells whether the node's task result is in (a node from before the flag existed is).
+func resultSynced(n *wfv1.NodeStatus) bool { return n.TaskResultSynced == nil || *n.TaskResultSynced }
+
+func assessRunningPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
+	if n.Phase != wfv1.NodeRunning {
+		n.Phase = wfv1.NodeRunning
+	}
+	if !strings.HasPrefix(n.Message, "Stopped with strategy") && n.Message != "Step exceeded its deadline" && n.Message != DaemonStoppedMessage {
+		n.Message = ""
+	}
+	if n.Daemoned == nil && PodReady(pod) && isDaemon(p.templateOf(n)) {
+		// Argo's daemoned: running and ready, so successors may start (see fulfilled); {{steps.X.ip}}.
+		t := true
+		n.Daemoned = &t
+		n.PodIP = pod.Status.PodIP
+	}
+}
+
+// assessSucceededPod ends the node of a succeeded pod once its result is in, and keeps it Running, waiting
+// for the result, until then. stored: the node was stored.
+func assessSucceededPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod, before *wfv1.NodeStatus) (stored bool) {
+	n.Daemoned = nil
+	if isDaemon(p.templateOf(n)) {
+		// A daemon should run until its scope ends: one that exits by itself failed (argo's rule). The
+		// gate stays closed until its result is in, like any failed pod's.
+		p.setNode(n)
+		p.markPhase(n, wfv1.NodeFailed, "")
+		return true
+	}
+	if resultSynced(n) {
+		succeedWithOutputs(p, n, pod)
+		return true
+	}
+	waitedBefore := taskresult.Waiting(p.Ext, before)
+	waitForResult(p, n, pod)
+	if !waitedBefore {
+		p.Events = append(p.Events, Event{Reason: ReasonNodeWaitingForTask,
+			Message: fmt.Sprintf("Node %s: pod %s succeeded; waiting for its task result", n.Name, pod.Name)})
+	}
+	return false
+}
+
+// assessFailedPod ends the node of a failed pod with the failure's reason; a pod whose main and wait
+// containers both exited 0 (a sidecar was killed) succeeded, and success still needs the result (I1).
+func assessFailedPod(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) (stored bool) {
+	n.Daemoned = nil
+	phase, msg := inferFailedReason(pod)
+	if phase == wfv1.NodeSucceeded && !resultSynced(n) {
+		waitForResult(p, n, pod)
+		return false
+	}
+	if pod.Status.Reason == "DeadlineExceeded" && (strings.HasPrefix(n.Message, "Stopped with strategy") || n.Message == "Step exceeded its deadline") {
+		msg = n.Message // we stopped it: keep why
+	}
+	if taskresult.CannotReport(pod) {
+		// The wait container can report nothing more: argo's rules to stop waiting for the result.
+		taskresult.OpenGate(n)
+	}
+	if phase == wfv1.NodeSucceeded {
+		succeedWithOutputs(p, n, pod)
+		return true
+	}
+	p.setNode(n)
+	p.markPhase(n, phase, msg)
+	return true
+}
+
+// waitForResult keeps a node whose pod ended Running until its task result is in; the persisted start of
+// the wait wins over the pod's end.
+func waitForResult(p *Pass, n *wfv1.NodeStatus, pod *corev1.Pod) {
+	since := p.recordResultWait(n.ID, taskresult.PodFinishedAt(pod))
+	n.Phase = wfv1.NodeRunning
+	n.Message = fmt.Sprintf("%s (since %s)", WaitingForTaskResultPrefix, since.UTC().Format(time.RFC3339))
 }
 
 // MissingOutputsPrefix starts the message of a node whose pod succeeded but whose finalized result lacks

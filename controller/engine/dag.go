@@ -117,8 +117,15 @@ func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatu
 	if done, end, err := r.dependencyHooksDone(ctx, deps); !done {
 		return end, err
 	}
+	return r.bringForward(ctx, t, existing, deps)
+}
+
+// bringForward decides a task whose dependencies are done: omitted, errored, skipped, run as a loop, or
+// started.
+func (r *dagRun) bringForward(ctx context.Context, t wfv1.DAGTask, existing *wfv1.NodeStatus, deps []string) (end *wfv1.NodeStatus, err error) {
+	p, name := r.p, r.node.Name+"."+t.Name
 	if expr := r.exprs[t.Name]; existing == nil && expr != nil && !expr.eval(r.state) {
-		r.recordNotRun(name, &t, deps, wfv1.NodeOmitted, "omitted: depends condition not met")
+		r.recordNotRun(nodeAt{name, t.Name, t.Template, r.node.ID}, deps, wfv1.NodeOmitted, "omitted: depends condition not met")
 		r.completions++
 		return nil, nil
 	}
@@ -129,7 +136,7 @@ func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatu
 		err = resolveStepArtifacts(artifactResolver{p: p, sc: r.sc, inputs: r.tmpl}, resolved.When, looped, &resolved.Arguments)
 	}
 	if err == nil && looped {
-		if err := r.e.executeTaskLoop(ctx, p, r.node, &t, resolved, mergeParams(r.globals, r.sc), r.linker(deps), r.tmplJSON); err != nil {
+		if err := r.runLoop(ctx, &t, resolved, deps); err != nil {
 			return nil, err
 		}
 		r.countIfFulfilled(name)
@@ -141,7 +148,7 @@ func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatu
 	}
 	if err != nil {
 		if existing == nil {
-			r.recordNotRun(name, &t, deps, wfv1.NodeError, err.Error())
+			r.recordNotRun(nodeAt{name, t.Name, t.Template, r.node.ID}, deps, wfv1.NodeError, err.Error())
 		} else {
 			p.markPhase(existing, wfv1.NodeError, err.Error())
 		}
@@ -149,7 +156,7 @@ func (r *dagRun) visit(ctx context.Context, t wfv1.DAGTask) (end *wfv1.NodeStatu
 		return nil, nil
 	}
 	if existing == nil && !proceed {
-		r.recordNotRun(name, &t, deps, wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", resolved.When))
+		r.recordNotRun(nodeAt{name, t.Name, t.Template, r.node.ID}, deps, wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", resolved.When))
 		r.completions++
 		return nil, nil
 	}
@@ -224,8 +231,8 @@ func (r *dagRun) linker(deps []string) func(childID string) {
 
 // recordNotRun records a task whose template does not run: a Skipped-type node in phase with msg, linked
 // under its dependencies, and its event.
-func (r *dagRun) recordNotRun(name string, t *wfv1.DAGTask, deps []string, phase wfv1.NodePhase, msg string) {
-	n := r.p.newNode(nodeAt{name, t.Name, t.Template, r.node.ID}, wfv1.NodeTypeSkipped, phase, msg)
+func (r *dagRun) recordNotRun(at nodeAt, deps []string, phase wfv1.NodePhase, msg string) {
+	n := r.p.newNode(at, wfv1.NodeTypeSkipped, phase, msg)
 	r.linker(deps)(n.ID)
 	r.p.Events = append(r.p.Events, nodeEvent(n))
 }
@@ -310,7 +317,7 @@ func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeS
 		return false, nil
 	}
 	if hasLifecycleHooks(task.Hooks) {
-		if done, err := e.lifecycleHooksDone(ctx, p, task.Hooks, n, dagNode.ID, "tasks."+task.Name, sc); err != nil || !done {
+		if done, err := e.lifecycleHooksDone(ctx, p, task.Hooks, hookSite{n, dagNode.ID, "tasks." + task.Name, sc}); err != nil || !done {
 			return false, err
 		}
 	}
@@ -319,7 +326,7 @@ func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeS
 		return true, nil
 	}
 	if n.Type != wfv1.NodeTypeTaskGroup {
-		return e.exitHookDone(ctx, p, hook, n, dagNode.ID, "tasks."+task.Name, sc)
+		return e.exitHookDone(ctx, p, hook, hookSite{n, dagNode.ID, "tasks." + task.Name, sc})
 	}
 	all := true
 	for _, id := range n.Children {
@@ -327,7 +334,7 @@ func (e *Engine) taskHooksDone(ctx context.Context, p *Pass, dagNode *wfv1.NodeS
 		if iteration == nil || iteration.NodeFlag != nil && iteration.NodeFlag.Hooked {
 			continue
 		}
-		done, err := e.exitHookDone(ctx, p, hook, iteration, dagNode.ID, "tasks."+task.Name, sc)
+		done, err := e.exitHookDone(ctx, p, hook, hookSite{iteration, dagNode.ID, "tasks." + task.Name, sc})
 		if err != nil {
 			return false, err
 		}
@@ -352,7 +359,7 @@ func (e *Engine) dagLifecycleHooksDone(ctx context.Context, p *Pass, dagNode *wf
 		if n == nil || !(n.Phase == wfv1.NodeRunning || fulfilled(n) || slices.Contains(targets, t.Name)) {
 			continue
 		}
-		done, err := e.lifecycleHooksDone(ctx, p, t.Hooks, n, dagNode.ID, "tasks."+t.Name, sc)
+		done, err := e.lifecycleHooksDone(ctx, p, t.Hooks, hookSite{n, dagNode.ID, "tasks." + t.Name, sc})
 		if err != nil {
 			return false, err
 		}
@@ -409,50 +416,17 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 // skipped descendants, and decides from the target tasks' branch phases (failures win; continueOn excuses).
 func (e *Engine) dagPhase(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template, exprs map[string]dependsExpr) wfv1.NodePhase {
 	targets := targetTasks(tmpl, exprs)
-	targetPhase := map[string]wfv1.NodePhase{}
 	taskOf := map[string]*wfv1.DAGTask{}
 	for i := range tmpl.DAG.Tasks {
 		t := &tmpl.DAG.Tasks[i]
 		taskOf[p.WF.NodeID(dagNode.Name+"."+t.Name)] = t
 	}
+	targetPhase := map[string]wfv1.NodePhase{}
 	for _, t := range targets {
 		targetPhase[p.WF.NodeID(dagNode.Name+"."+t)] = ""
 	}
-	type visit struct {
-		id    string
-		phase wfv1.NodePhase
-	}
-	seen := map[visit]bool{}
-	queue := []visit{}
-	for _, c := range dagNode.Children {
-		queue = append(queue, visit{c, wfv1.NodeSucceeded})
-	}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		if seen[cur] {
-			continue
-		}
-		seen[cur] = true
-		n := p.nodeByID(cur.id)
-		if n == nil || !fulfilled(n) {
-			return wfv1.NodeRunning
-		}
-		branch := cur.phase
-		if n.Phase.Completed() {
-			branch = n.Phase
-		}
-		if prev, isTarget := targetPhase[n.ID]; isTarget && !prev.FailedOrError() {
-			targetPhase[n.ID] = branch
-		}
-		if _, isTask := taskOf[n.ID]; !isTask {
-			continue // a task's own subtree (steps, DAG) is summarized by its phase
-		}
-		for _, c := range n.Children {
-			if _, childIsTask := taskOf[c]; childIsTask {
-				queue = append(queue, visit{c, branch})
-			}
-		}
+	if !branchPhases(p, dagNode, taskOf, targetPhase) {
+		return wfv1.NodeRunning
 	}
 	failFast := tmpl.DAG.FailFast == nil || *tmpl.DAG.FailFast
 	result := wfv1.NodeSucceeded
@@ -476,6 +450,48 @@ func (e *Engine) dagPhase(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template
 		}
 	}
 	return result
+}
+
+// branchPhases walks the DAG's tasks from its roots and records in targetPhase each target task's branch
+// phase (a failure, once seen, stays). It reports false when a node it reaches is not yet fulfilled.
+func branchPhases(p *Pass, dagNode *wfv1.NodeStatus, taskOf map[string]*wfv1.DAGTask, targetPhase map[string]wfv1.NodePhase) bool {
+	type visit struct {
+		id    string
+		phase wfv1.NodePhase
+	}
+	seen := map[visit]bool{}
+	queue := []visit{}
+	for _, c := range dagNode.Children {
+		queue = append(queue, visit{c, wfv1.NodeSucceeded})
+	}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		n := p.nodeByID(cur.id)
+		if n == nil || !fulfilled(n) {
+			return false
+		}
+		branch := cur.phase
+		if n.Phase.Completed() {
+			branch = n.Phase
+		}
+		if prev, isTarget := targetPhase[n.ID]; isTarget && !prev.FailedOrError() {
+			targetPhase[n.ID] = branch
+		}
+		if _, isTask := taskOf[n.ID]; !isTask {
+			continue // a task's own subtree (steps, DAG) is summarized by its phase
+		}
+		for _, c := range n.Children {
+			if _, childIsTask := taskOf[c]; childIsTask {
+				queue = append(queue, visit{c, branch})
+			}
+		}
+	}
+	return true
 }
 
 // targetTasks is dag.target, else every task no other task depends on.
@@ -540,44 +556,29 @@ func (e *Engine) dagScope(p *Pass, dagNode *wfv1.NodeStatus, tmpl *wfv1.Template
 	return sc
 }
 
-// executeTaskLoop runs a task with withItems/withParam/withSequence: a TaskGroup node named after the
-// task, with one child per iteration, name(i:item). The group completes when every iteration is
-// fulfilled: Succeeded, or the phase of a failed iteration. A loop that cannot expand (withParam not a
-// JSON list) is an errored node naming the field; an empty one is Skipped.
-func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.NodeStatus, task, resolved *wfv1.DAGTask,
-	env map[string]string, link func(string), tmplJSON string) error {
-	name := dagNode.Name + "." + task.Name
+// runLoop runs a task with withItems/withParam/withSequence: a TaskGroup node named after the task, with
+// one child per iteration, name(i:item). The group completes when every iteration is fulfilled:
+// Succeeded, or the phase of a failed iteration. A loop that cannot expand (withParam not a JSON list) is
+// an errored node naming the field; an empty one is Skipped.
+func (r *dagRun) runLoop(ctx context.Context, task, resolved *wfv1.DAGTask, deps []string) error {
+	p, name := r.p, r.node.Name+"."+task.Name
 	group := p.node(name)
 	items, err := loop{resolved.WithItems, resolved.WithParam, resolved.WithSequence}.expand(resolved.When)
-	if err != nil {
-		msg := fmt.Sprintf("task %s: %v", task.Name, err)
-		if group == nil {
-			bad := p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
-			link(bad.ID)
-			p.Events = append(p.Events, nodeEvent(bad))
-		} else {
-			p.markPhase(group, wfv1.NodeError, msg)
-		}
-		return nil
-	}
-	if len(items) == 0 {
-		if group == nil {
-			skipped := p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params")
-			link(skipped.ID)
-			p.Events = append(p.Events, nodeEvent(skipped))
-		}
+	if err != nil || len(items) == 0 {
+		r.loopNotRun(group, task, deps, err)
 		return nil
 	}
 	if group == nil {
-		group = p.newNode(nodeAt{name, task.Name, task.Template, dagNode.ID}, wfv1.NodeTypeTaskGroup, wfv1.NodeRunning, "")
-		link(group.ID)
+		group = p.newNode(nodeAt{name, task.Name, task.Template, r.node.ID}, wfv1.NodeTypeTaskGroup, wfv1.NodeRunning, "")
+		r.linker(deps)(group.ID)
 	}
 	base := *resolved
 	base.WithItems, base.WithParam, base.WithSequence = nil, "", nil
+	env := mergeParams(r.globals, r.sc)
 	done, phase := true, wfv1.NodeSucceeded
 	for i, item := range items {
 		iterName := loopChildName(task.Name, i, item)
-		childName := dagNode.Name + "." + iterName
+		childName := r.node.Name + "." + iterName
 		child := p.node(childName)
 		if !fulfilled(child) {
 			x, err := substituteItem(&base, i, item, env, base.When)
@@ -585,7 +586,7 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 				p.markPhase(p.node(name), wfv1.NodeError, fmt.Sprintf("task %s: %v", task.Name, err))
 				return nil
 			}
-			child, err = e.executeIteration(ctx, p, dagNode, p.node(name), childName, iterName, x, tmplJSON)
+			child, err = r.runIteration(ctx, p.node(name), nodeAt{childName, iterName, x.Template, r.node.ID}, x)
 			if err != nil {
 				return err
 			}
@@ -603,35 +604,50 @@ func (e *Engine) executeTaskLoop(ctx context.Context, p *Pass, dagNode *wfv1.Nod
 	return nil
 }
 
-// executeIteration runs one iteration of a task loop under its group, honouring the iteration's `when`.
-func (e *Engine) executeIteration(ctx context.Context, p *Pass, dagNode, group *wfv1.NodeStatus, childName, iterName string,
-	x *wfv1.DAGTask, tmplJSON string) (*wfv1.NodeStatus, error) {
-	if _, exists := p.peekNode(childName); !exists && p.budgetSpent() {
+// loopNotRun records a loop that cannot expand (err) as an errored node, or one over no items as Skipped.
+func (r *dagRun) loopNotRun(group *wfv1.NodeStatus, task *wfv1.DAGTask, deps []string, err error) {
+	at := nodeAt{r.node.Name + "." + task.Name, task.Name, task.Template, r.node.ID}
+	switch {
+	case err != nil && group != nil:
+		r.p.markPhase(group, wfv1.NodeError, fmt.Sprintf("task %s: %v", task.Name, err))
+	case err != nil:
+		r.recordNotRun(at, deps, wfv1.NodeError, fmt.Sprintf("task %s: %v", task.Name, err))
+	case group == nil:
+		r.recordNotRun(at, deps, wfv1.NodeSkipped, "Skipped, empty params")
+	}
+}
+
+// runIteration runs one iteration x of a task loop as node at, under its group, honouring the
+// iteration's `when`.
+func (r *dagRun) runIteration(ctx context.Context, group *wfv1.NodeStatus, at nodeAt, x *wfv1.DAGTask) (*wfv1.NodeStatus, error) {
+	p := r.p
+	if _, exists := p.peekNode(at.name); !exists && p.budgetSpent() {
 		return nil, nil // a later pass starts it
 	}
-	if p.node(childName) == nil {
+	if p.node(at.name) == nil {
 		proceed, err := evalWhen(x.When)
 		if err != nil || !proceed {
 			phase, msg := wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", x.When)
 			if err != nil {
 				phase, msg = wfv1.NodeError, err.Error()
 			}
-			n := p.newNode(nodeAt{childName, iterName, x.Template, dagNode.ID}, wfv1.NodeTypeSkipped, phase, msg)
+			n := p.newNode(at, wfv1.NodeTypeSkipped, phase, msg)
 			p.addChild(p.node(group.Name), n.ID)
 			p.Events = append(p.Events, nodeEvent(n))
 			return n, nil
 		}
 	}
-	child, err := e.executeTemplate(ctx, &nodeCall{p: p, name: childName, display: iterName, call: templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, args: x.Arguments, boundaryID: dagNode.ID, parentJSON: tmplJSON})
+	child, err := r.e.executeTemplate(ctx, &nodeCall{p: p, name: at.name, display: at.display,
+		call: templateCall{name: x.Template, ref: x.TemplateRef, inline: x.Inline}, args: x.Arguments, boundaryID: r.node.ID, parentJSON: r.tmplJSON})
 	if err != nil {
 		if abortsPass(err) {
 			return nil, err
 		}
-		msg := fmt.Sprintf("task '%s' errored: %v", childName, err)
-		if n := p.node(childName); n != nil {
+		msg := fmt.Sprintf("task '%s' errored: %v", at.name, err)
+		if n := p.node(at.name); n != nil {
 			return p.markPhase(n, wfv1.NodeError, msg), nil
 		}
-		n := p.newNode(nodeAt{childName, iterName, x.Template, dagNode.ID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
+		n := p.newNode(at, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 		p.addChild(p.node(group.Name), n.ID)
 		return n, nil
 	}

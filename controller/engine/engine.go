@@ -301,20 +301,44 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	if err := e.enforceShutdownAndDeadline(ctx, p); err != nil {
 		return err
 	}
-	if !suspended(p) || shutdown(p).Enabled() {
-		_, err := e.executeTemplate(ctx, &nodeCall{p: p, name: wf.Name, display: wf.Name, call: templateCall{name: wf.Spec.Entrypoint}, args: wf.Spec.Arguments})
-		if err = recordedOnNode(err); err != nil {
-			var api *apiError
-			if errors.As(err, &api) {
-				return err // transient: the pass is persisted and retried with backoff
-			}
-			e.completeWorkflow(p, wfv1.WorkflowError, "error in entry template execution: "+err.Error())
-			return nil
-		}
+	if ended, err := e.runEntrypoint(ctx, p); ended || err != nil {
+		return err
 	}
 	if err := e.saveMemoized(ctx, p); err != nil {
 		return err
 	}
+	return e.completeWhenDone(ctx, p)
+}
+
+// isAPIError tells a transient API error, with which the pass is persisted and retried with backoff,
+// from one that ends the node or the workflow.
+func isAPIError(err error) bool {
+	var api *apiError
+	return errors.As(err, &api)
+}
+
+// runEntrypoint executes the entrypoint, unless the workflow is suspended and not shut down. An error it
+// cannot retry errors the workflow (ended).
+func (e *Engine) runEntrypoint(ctx context.Context, p *Pass) (ended bool, err error) {
+	if suspended(p) && !shutdown(p).Enabled() {
+		return false, nil
+	}
+	wf := p.WF
+	_, err = e.executeTemplate(ctx, &nodeCall{p: p, name: wf.Name, display: wf.Name, call: templateCall{name: wf.Spec.Entrypoint}, args: wf.Spec.Arguments})
+	if err = recordedOnNode(err); err == nil {
+		return false, nil
+	}
+	if isAPIError(err) {
+		return true, err
+	}
+	e.completeWorkflow(p, wfv1.WorkflowError, "error in entry template execution: "+err.Error())
+	return true, nil
+}
+
+// completeWhenDone completes the workflow once its entrypoint is fulfilled, its hooks are done, its exit
+// handler ran and its daemons were stopped; until then a deadline brings the next pass.
+func (e *Engine) completeWhenDone(ctx context.Context, p *Pass) error {
+	wf := p.WF
 	hooksDone, err := e.workflowHooksDone(ctx, p, p.node(wf.Name))
 	if err != nil {
 		return e.endOnRecursion(p, err) // else transient: the pass is persisted and retried with backoff
@@ -328,8 +352,7 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	}
 	exitNode, done, err := e.runWorkflowExitHandler(ctx, p, root)
 	if err != nil {
-		var api *apiError
-		if errors.As(err, &api) {
+		if isAPIError(err) {
 			return err
 		}
 		e.completeWorkflow(p, wfv1.WorkflowError, "error in exit template execution : "+err.Error())
@@ -341,6 +364,14 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	if stopDaemons(p, "", true) {
 		return nil // the workflow completes after its daemons were stopped and their results are in
 	}
+	phase, message := workflowOutcome(p, root, exitNode)
+	e.completeWorkflow(p, phase, message)
+	return nil
+}
+
+// workflowOutcome is the phase a workflow ends in, from its entrypoint's node and its exit handler's: a
+// shut-down workflow that failed says so, with the requester's reason.
+func workflowOutcome(p *Pass, root, exitNode *wfv1.NodeStatus) (wfv1.WorkflowPhase, string) {
 	message := root.Message
 	if root.FailedOrError() && shutdown(p).Enabled() {
 		message = fmt.Sprintf("Stopped with strategy '%s'", shutdown(p))
@@ -352,18 +383,15 @@ func (e *Engine) execute(ctx context.Context, p *Pass) error {
 	case wfv1.NodeSucceeded, wfv1.NodeSkipped, wfv1.NodeOmitted:
 		switch {
 		case exitNode != nil && exitNode.Phase == wfv1.NodeFailed:
-			e.completeWorkflow(p, wfv1.WorkflowFailed, exitNode.Message)
+			return wfv1.WorkflowFailed, exitNode.Message
 		case exitNode != nil && exitNode.Phase == wfv1.NodeError:
-			e.completeWorkflow(p, wfv1.WorkflowError, exitNode.Message)
-		default:
-			e.completeWorkflow(p, wfv1.WorkflowSucceeded, "")
+			return wfv1.WorkflowError, exitNode.Message
 		}
+		return wfv1.WorkflowSucceeded, ""
 	case wfv1.NodeError:
-		e.completeWorkflow(p, wfv1.WorkflowError, message)
-	default:
-		e.completeWorkflow(p, wfv1.WorkflowFailed, message)
+		return wfv1.WorkflowError, message
 	}
-	return nil
+	return wfv1.WorkflowFailed, message
 }
 
 // Fail ends the workflow with phase (Failed or Error) and message, as a failed template would: locks are
@@ -417,37 +445,46 @@ func (e *Engine) enforceShutdownAndDeadline(ctx context.Context, p *Pass) error 
 		if n.Phase.Completed() {
 			continue
 		}
-		switch {
-		case n.Type == wfv1.NodeTypeSuspend:
+		switch n.Type {
+		case wfv1.NodeTypeSuspend:
 			p.markPhase(n, wfv1.NodeFailed, message)
-		case n.Type == wfv1.NodeTypePod:
-			pod := p.Pods[n.ID]
-			if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if _, onExit := pod.Labels[common.LabelKeyOnExit]; onExit && (!strategy.Enabled() || strategy.ShouldExecute(true)) {
-				continue // an exit handler's pod: only Terminate stops it; the deadline does not
-			}
-			if pod.Spec.NodeName == "" {
-				// No kubelet will ever enforce a deadline on an unscheduled pod: delete it and fail the node.
-				if err := e.Pods.DeletePod(ctx, pod); err != nil {
-					return &apiError{fmt.Errorf("deleting unscheduled pod %s of node %s: %w", pod.Name, n.Name, err)}
-				}
-				taskresult.OpenGate(n)
-				p.markPhase(n, wfv1.NodeFailed, message)
-				continue
-			}
-			if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds > 1 {
-				if err := e.Pods.StopPod(ctx, pod); err != nil {
-					return &apiError{fmt.Errorf("stopping pod %s of node %s: %w", pod.Name, n.Name, err)}
-				}
-			}
-			// Argo keeps the node's message on the stop reason while the kubelet ends the pod.
-			if n.Message != message {
-				n.Message = message
-				p.setNode(n)
+		case wfv1.NodeTypePod:
+			if err := e.stopPodNode(ctx, p, n, strategy, message); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// stopPodNode stops a running pod node's pod, keeping message on the node while the kubelet ends it; a
+// pod not yet scheduled is deleted and its node failed.
+func (e *Engine) stopPodNode(ctx context.Context, p *Pass, n *wfv1.NodeStatus, strategy wfv1.ShutdownStrategy, message string) error {
+	pod := p.Pods[n.ID]
+	if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	if _, onExit := pod.Labels[common.LabelKeyOnExit]; onExit && (!strategy.Enabled() || strategy.ShouldExecute(true)) {
+		return nil // an exit handler's pod: only Terminate stops it; the deadline does not
+	}
+	if pod.Spec.NodeName == "" {
+		// No kubelet will ever enforce a deadline on an unscheduled pod: delete it and fail the node.
+		if err := e.Pods.DeletePod(ctx, pod); err != nil {
+			return &apiError{fmt.Errorf("deleting unscheduled pod %s of node %s: %w", pod.Name, n.Name, err)}
+		}
+		taskresult.OpenGate(n)
+		p.markPhase(n, wfv1.NodeFailed, message)
+		return nil
+	}
+	if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds > 1 {
+		if err := e.Pods.StopPod(ctx, pod); err != nil {
+			return &apiError{fmt.Errorf("stopping pod %s of node %s: %w", pod.Name, n.Name, err)}
+		}
+	}
+	// Argo keeps the node's message on the stop reason while the kubelet ends the pod.
+	if n.Message != message {
+		n.Message = message
+		p.setNode(n)
 	}
 	return nil
 }

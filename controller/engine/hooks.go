@@ -11,6 +11,15 @@ import (
 	"github.com/argoproj/argo-workflows/v3/util/template"
 )
 
+// hookSite is the node hooks run on: their nodes are its children under its boundary, and the caller's
+// scope sc names it prefix ("steps.NAME", "tasks.NAME") in the hooks' expressions and arguments.
+type hookSite struct {
+	parent     *wfv1.NodeStatus
+	boundaryID string
+	prefix     string
+	sc         scope
+}
+
 // hookCall is one hook to run on the node of a step or task: its exit handler or a lifecycle hook.
 type hookCall struct {
 	hook          *wfv1.LifecycleHook
@@ -25,8 +34,8 @@ type hookCall struct {
 // false, or the workflow is terminated before it started), or the hook's node is fulfilled. Successors of
 // the node wait for this, as argo's do. prefix is how the caller's scope names the node ("steps.NAME"),
 // for {{steps.NAME.status}} and {{steps.NAME.outputs.parameters.P}} in the hook's arguments.
-func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.LifecycleHook, parent *wfv1.NodeStatus, boundaryID, prefix string,
-	sc scope) (bool, error) {
+func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.LifecycleHook, at hookSite) (bool, error) {
+	parent := at.parent
 	if hook == nil {
 		return true, nil
 	}
@@ -42,16 +51,16 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 			return true, nil // terminated: exit handlers do not start
 		}
 		if hook.Expression != "" {
-			run, err := argoexpr.EvalBool(hook.Expression, env.GetFuncMap(template.EnvMap(mergeParams(p.globals(), nodeScope(sc, prefix, parent)))))
+			run, err := argoexpr.EvalBool(hook.Expression, env.GetFuncMap(template.EnvMap(mergeParams(p.globals(), nodeScope(at.sc, at.prefix, parent)))))
 			if err != nil {
-				return true, e.errorHook(p, call, parent, boundaryID, "hooks.exit.expression: "+err.Error())
+				return true, e.errorHook(p, call, at, "hooks.exit.expression: "+err.Error())
 			}
 			if !run {
 				return true, nil
 			}
 		}
 	}
-	n, err := e.runHook(ctx, p, call, parent, boundaryID, prefix, sc)
+	n, err := e.runHook(ctx, p, call, at)
 	return n != nil && fulfilled(n), err
 }
 
@@ -60,21 +69,21 @@ func (e *Engine) exitHookDone(ctx context.Context, p *Pass, hook *wfv1.Lifecycle
 // the node's phase, starts as node NODE.hooks.NAME, a child of the node under the same boundary. A hook
 // runs at most once: its node, once created, is only driven on. It reports whether every hook started is
 // fulfilled; the step group, or the task's dependents, wait for that.
-func (e *Engine) lifecycleHooksDone(ctx context.Context, p *Pass, hooks wfv1.LifecycleHooks, parent *wfv1.NodeStatus, boundaryID, prefix string,
-	sc scope) (bool, error) {
+func (e *Engine) lifecycleHooksDone(ctx context.Context, p *Pass, hooks wfv1.LifecycleHooks, at hookSite) (bool, error) {
+	parent := at.parent
 	done := true
 	for _, name := range lifecycleHookNames(hooks) {
 		hook := hooks[name]
 		call := hookCall{hook: &hook, name: parent.Name + ".hooks." + string(name), display: parent.DisplayName + ".hooks." + string(name)}
 		// Like argo, the expression sees the node's status but not yet its outputs.
-		run, err := hookDue(p, call, mergeParams(p.globals(), sc, map[string]string{prefix + ".status": string(parent.Phase)}))
+		run, err := hookDue(p, call, mergeParams(p.globals(), at.sc, map[string]string{at.prefix + ".status": string(parent.Phase)}))
 		if err != nil {
 			return false, err
 		}
 		if !run {
 			continue
 		}
-		n, err := e.runHook(ctx, p, call, parent, boundaryID, prefix, sc)
+		n, err := e.runHook(ctx, p, call, at)
 		if err != nil {
 			return false, err
 		}
@@ -127,15 +136,14 @@ func nodeScope(sc scope, prefix string, n *wfv1.NodeStatus) scope {
 // runHook starts (or drives on) a hook of node parent as node call.name, a child of parent. Its
 // arguments may name the node's outputs ({{steps.NAME.outputs.parameters.P}}, artifacts too); arguments
 // that cannot be resolved error the hook's node, not the caller.
-func (e *Engine) runHook(ctx context.Context, p *Pass, call hookCall, parent *wfv1.NodeStatus, boundaryID, prefix string,
-	sc scope) (*wfv1.NodeStatus, error) {
-	local := nodeScope(sc, prefix, parent)
+func (e *Engine) runHook(ctx context.Context, p *Pass, call hookCall, at hookSite) (*wfv1.NodeStatus, error) {
+	local := nodeScope(at.sc, at.prefix, at.parent)
 	args, err := resolveJSON(&call.hook.Arguments, mergeParams(p.globals(), local))
 	if err == nil {
 		args.Artifacts, err = artifactResolver{p: p, sc: local}.arguments(args.Artifacts)
 	}
 	if err != nil {
-		return p.node(call.name), e.errorHook(p, call, parent, boundaryID, err.Error())
+		return p.node(call.name), e.errorHook(p, call, at, err.Error())
 	}
 	opts := execOpts{flag: &wfv1.NodeFlag{Hooked: true}}
 	if call.exit {
@@ -144,9 +152,9 @@ func (e *Engine) runHook(ctx context.Context, p *Pass, call hookCall, parent *wf
 		p.exiting, opts.onExit = true, true
 		defer func() { p.exiting = exiting }()
 	}
-	n, err := e.executeTemplate(ctx, &nodeCall{p: p, name: call.name, display: call.display, call: templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}, args: *args, boundaryID: boundaryID, opts: opts})
+	n, err := e.executeTemplate(ctx, &nodeCall{p: p, name: call.name, display: call.display, call: templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}, args: *args, boundaryID: at.boundaryID, opts: opts})
 	if n != nil {
-		p.addChild(p.node(parent.Name), n.ID)
+		p.addChild(p.node(at.parent.Name), n.ID)
 	}
 	if err = recordedOnNode(err); err != nil {
 		return nil, err
@@ -156,11 +164,11 @@ func (e *Engine) runHook(ctx context.Context, p *Pass, call hookCall, parent *wf
 
 // errorHook records a hook that cannot run as an errored node, so the failure is visible and the node's
 // successors are not held forever.
-func (e *Engine) errorHook(p *Pass, call hookCall, parent *wfv1.NodeStatus, boundaryID string, msg string) error {
-	n := e.errorNode(p, call.name, call.display, templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}.templateName(), boundaryID, msg)
+func (e *Engine) errorHook(p *Pass, call hookCall, at hookSite, msg string) error {
+	n := e.errorNode(p, call.name, call.display, templateCall{name: call.hook.Template, ref: call.hook.TemplateRef}.templateName(), at.boundaryID, msg)
 	n.NodeFlag = &wfv1.NodeFlag{Hooked: true}
 	p.setNode(n)
-	p.addChild(p.node(parent.Name), n.ID)
+	p.addChild(p.node(at.parent.Name), n.ID)
 	return nil
 }
 

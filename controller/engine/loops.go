@@ -63,40 +63,9 @@ func tooManyItems(field string, n uint64) error {
 // sequence lists withSequence's numbers, from start to end inclusive (or count numbers from start),
 // descending when end < start, each formatted with format (default %d).
 func sequence(seq *wfv1.Sequence) ([]wfv1.Item, error) {
-	number := func(field string, v fmt.Stringer) (int, error) {
-		n, err := strconv.Atoi(strings.TrimSpace(v.String()))
-		if err != nil {
-			// argo reports the bare strconv error; it is kept verbatim after the field's name.
-			return 0, fmt.Errorf("withSequence.%s: %w", field, err)
-		}
-		return n, nil
-	}
-	var start, end int
-	var err error
-	if seq.Start != nil {
-		if start, err = number("start", seq.Start); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case seq.End != nil:
-		if end, err = number("end", seq.End); err != nil {
-			return nil, err
-		}
-	case seq.Count != nil:
-		count, err := number("count", seq.Count)
-		if err != nil {
-			return nil, err
-		}
-		if count <= 0 {
-			return nil, nil
-		}
-		if count > MaxLoopItems {
-			return nil, tooManyItems("withSequence", uint64(count))
-		}
-		end = start + count - 1
-	default:
-		return nil, fmt.Errorf("withSequence needs end or count")
+	start, end, empty, err := sequenceBounds(seq)
+	if err != nil || empty {
+		return nil, err
 	}
 	format := "%d"
 	if seq.Format != "" {
@@ -125,6 +94,39 @@ func sequence(seq *wfv1.Sequence) ([]wfv1.Item, error) {
 			return items, nil
 		}
 	}
+}
+
+// sequenceBounds reads withSequence's first and last number; a count of zero or less is empty.
+func sequenceBounds(seq *wfv1.Sequence) (start, end int, empty bool, err error) {
+	if seq.Start != nil {
+		if start, err = sequenceNumber("start", seq.Start); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	switch {
+	case seq.End != nil:
+		end, err = sequenceNumber("end", seq.End)
+		return start, end, false, err
+	case seq.Count != nil:
+		count, err := sequenceNumber("count", seq.Count)
+		if err != nil || count <= 0 {
+			return 0, 0, true, err
+		}
+		if count > MaxLoopItems {
+			return 0, 0, false, tooManyItems("withSequence", uint64(count))
+		}
+		return start, start + count - 1, false, nil
+	}
+	return 0, 0, false, fmt.Errorf("withSequence needs end or count")
+}
+
+func sequenceNumber(field string, v fmt.Stringer) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v.String()))
+	if err != nil {
+		// argo reports the bare strconv error; it is kept verbatim after the field's name.
+		return 0, fmt.Errorf("withSequence.%s: %w", field, err)
+	}
+	return n, nil
 }
 
 // loopChildName is argo's name for iteration index of a loop over item: name(index:description), where

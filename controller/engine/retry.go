@@ -209,51 +209,111 @@ func (c *nodeCall) attempt(num int, last *wfv1.NodeStatus) *nodeCall {
 // policy, the limit and the expression. It returns true when a new attempt should start now.
 func (e *Engine) retryAgain(p *Pass, n *wfv1.NodeStatus, s *wfv1.RetryStrategy, attempts []*wfv1.NodeStatus) bool {
 	last := attempts[len(attempts)-1]
-	end := func(phase wfv1.NodePhase, msg string) bool {
+	v := retryStopped(p, last)
+	if !v.decided {
+		v = retryBackoff(p, n, s, attempts)
+	}
+	if !v.decided {
+		v = retryRefused(s, attempts)
+	}
+	if !v.decided {
+		return true
+	}
+	if v.end {
 		if last.Outputs != nil {
 			n.Outputs = last.Outputs.DeepCopy()
 		}
 		n.Daemoned = nil // a daemon whose retries ended serves no more
-		p.markPhase(n, phase, msg)
-		return false
+		p.markPhase(n, v.phase, v.msg)
 	}
+	return false
+}
+
+// retryVerdict is what one of retryAgain's checks decided: no attempt starts now (decided), because the
+// Retry node ends with phase and msg (end) or the backoff holds the next attempt.
+type retryVerdict struct {
+	decided, end bool
+	phase        wfv1.NodePhase
+	msg          string
+}
+
+func endRetry(phase wfv1.NodePhase, msg string) retryVerdict {
+	return retryVerdict{decided: true, end: true, phase: phase, msg: msg}
+}
+
+// retryStopped ends the node after a successful attempt, a shutdown or the workflow deadline.
+func retryStopped(p *Pass, last *wfv1.NodeStatus) retryVerdict {
 	if !last.FailedOrError() {
-		return end(wfv1.NodeSucceeded, "")
+		return endRetry(wfv1.NodeSucceeded, "")
 	}
 	if st := shutdown(p); st.Enabled() {
-		return end(last.Phase, fmt.Sprintf("Stopped with strategy '%s'", st))
+		return endRetry(last.Phase, fmt.Sprintf("Stopped with strategy '%s'", st))
 	}
 	if d := deadline(p.WF); !d.IsZero() && p.Now.After(d) {
-		return end(last.Phase, fmt.Sprintf("retry exceeded workflow deadline %s", d))
+		return endRetry(last.Phase, fmt.Sprintf("retry exceeded workflow deadline %s", d))
+	}
+	return retryVerdict{}
+}
+
+// retryBackoff ends the node past the backoff's maxDuration, or holds the next attempt until its wait is
+// over (the node says so, and the pass is requeued by then).
+func retryBackoff(p *Pass, n *wfv1.NodeStatus, s *wfv1.RetryStrategy, attempts []*wfv1.NodeStatus) retryVerdict {
+	b := s.Backoff
+	if b == nil {
+		return retryVerdict{}
+	}
+	last := attempts[len(attempts)-1]
+	var maxDeadline time.Time
+	if b.MaxDuration != "" {
+		maxDuration, _ := wfv1.ParseStringToDuration(b.MaxDuration)
+		maxDeadline = attempts[0].StartedAt.Add(maxDuration)
+		if p.Now.After(maxDeadline) {
+			return endRetry(last.Phase, "Max duration limit exceeded")
+		}
+	}
+	wait := backoffWait(b, len(attempts))
+	until := last.FinishedAt.Add(wait)
+	if !maxDeadline.IsZero() && until.After(maxDeadline) {
+		return endRetry(last.Phase, "Backoff would exceed max duration limit")
 	}
 	limit, _ := retryLimit(s) // checked when the node was created
-	if b := s.Backoff; b != nil {
-		var maxDeadline time.Time
-		if b.MaxDuration != "" {
-			maxDuration, _ := wfv1.ParseStringToDuration(b.MaxDuration)
-			maxDeadline = attempts[0].StartedAt.Add(maxDuration)
-			if p.Now.After(maxDeadline) {
-				return end(last.Phase, "Max duration limit exceeded")
-			}
+	message := ""
+	held := p.Now.Before(until) && (limit == nil || int32(len(attempts)) <= *limit)
+	if held {
+		p.requeueBy(until)
+		message = fmt.Sprintf("Backoff for %s", humanDuration(wait))
+	}
+	if n.Message != message {
+		n.Message = message
+		p.setNode(n)
+	}
+	return retryVerdict{decided: held}
+}
+
+// retryRefused ends the node when the retry policy does not cover the last attempt's failure, no retries
+// are left, or the retry expression says no (or cannot be evaluated).
+func retryRefused(s *wfv1.RetryStrategy, attempts []*wfv1.NodeStatus) retryVerdict {
+	last := attempts[len(attempts)-1]
+	if !retryPolicyCovers(s, last) {
+		return endRetry(last.Phase, last.Message)
+	}
+	if limit, _ := retryLimit(s); limit != nil && int32(len(attempts)) > *limit {
+		return endRetry(last.Phase, "No more retries left")
+	}
+	if s.Expression != "" {
+		again, err := argoexpr.EvalBool(s.Expression, env.GetFuncMap(retryScope(attempts)))
+		if err != nil {
+			return endRetry(wfv1.NodeError, fmt.Sprintf("retryStrategy.expression %q: %v", s.Expression, err))
 		}
-		wait := backoffWait(b, len(attempts))
-		until := last.FinishedAt.Add(wait)
-		if !maxDeadline.IsZero() && until.After(maxDeadline) {
-			return end(last.Phase, "Backoff would exceed max duration limit")
-		}
-		if p.Now.Before(until) && (limit == nil || int32(len(attempts)) <= *limit) {
-			p.requeueBy(until)
-			if msg := fmt.Sprintf("Backoff for %s", humanDuration(wait)); n.Message != msg {
-				n.Message = msg
-				p.setNode(n)
-			}
-			return false
-		}
-		if n.Message != "" {
-			n.Message = ""
-			p.setNode(n)
+		if !again {
+			return endRetry(last.Phase, "retryStrategy.expression evaluated to false")
 		}
 	}
+	return retryVerdict{}
+}
+
+// retryPolicyCovers says whether the retry policy retries the last attempt's phase (Failed or Error).
+func retryPolicyCovers(s *wfv1.RetryStrategy, last *wfv1.NodeStatus) bool {
 	var onFailed, onError bool
 	switch s.RetryPolicyActual() {
 	case wfv1.RetryPolicyAlways:
@@ -266,22 +326,7 @@ func (e *Engine) retryAgain(p *Pass, n *wfv1.NodeStatus, s *wfv1.RetryStrategy, 
 		transient := argoerrs.IsTransientErr(argoerrors.InternalError(last.Message))
 		onFailed, onError = transient, transient
 	}
-	if (last.Phase == wfv1.NodeFailed && !onFailed) || (last.Phase == wfv1.NodeError && !onError) {
-		return end(last.Phase, last.Message)
-	}
-	if limit != nil && int32(len(attempts)) > *limit {
-		return end(last.Phase, "No more retries left")
-	}
-	if s.Expression != "" {
-		again, err := argoexpr.EvalBool(s.Expression, env.GetFuncMap(retryScope(attempts)))
-		if err != nil {
-			return end(wfv1.NodeError, fmt.Sprintf("retryStrategy.expression %q: %v", s.Expression, err))
-		}
-		if !again {
-			return end(last.Phase, "retryStrategy.expression evaluated to false")
-		}
-	}
-	return true
+	return (last.Phase != wfv1.NodeFailed || onFailed) && (last.Phase != wfv1.NodeError || onError)
 }
 
 // backoffWait is duration × factor^(attempts-1), capped by cap (argo's formula; the first retry waits

@@ -23,8 +23,9 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 			e.linkStepGroup(p, node, sg, i)
 		}
 		if !fulfilled(sg) {
-			arts := artifactResolver{p: p, sc: sc, inputs: tmpl}
-			if err := e.executeStepGroup(ctx, p, sg, group.Steps, sc, arts, globals, node.ID, string(tmplJSON)); err != nil {
+			g := &stepGroup{p: p, name: sgName, steps: group.Steps, sc: sc, arts: artifactResolver{p: p, sc: sc, inputs: tmpl},
+				globals: globals, boundaryID: node.ID, tmplJSON: string(tmplJSON)}
+			if err := e.executeStepGroup(ctx, g); err != nil {
 				return nil, err
 			}
 			sg = p.node(sgName)
@@ -81,12 +82,35 @@ type stepRun struct {
 	resolved *wfv1.WorkflowStep // parameters and the item substituted
 }
 
+// stepGroup is one group of a steps template as it runs: its node, its steps as written, and what they
+// resolve against.
+type stepGroup struct {
+	p     *Pass
+	name  string // the group's node
+	steps []wfv1.WorkflowStep
+	sc    scope
+	arts  artifactResolver
+	// globals are the workflow's parameters.
+	globals common.Parameters
+	// boundaryID is the steps node; tmplJSON its template, which a step's outputs.result may be read by.
+	boundaryID, tmplJSON string
+}
+
+// stepState is where one step of a group stands after the pass ran it.
+type stepState int
+
+const (
+	stepDone    stepState = iota // fulfilled, or skipped by its `when`
+	stepWaiting                  // running, held back, or not done with its hooks
+	groupEnded                   // the step errored the whole group
+)
+
 // expandStepGroup resolves every step of a group and expands loops into their iterations. An empty loop
 // is recorded as a Skipped node; an error (a bad reference, a `when` that cannot be evaluated, a withParam
 // that is not a JSON list) is returned for the group.
-func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep, sc scope, arts artifactResolver,
-	globals map[string]string, boundaryID string) ([]stepRun, error) {
-	resolved, err := resolveStepGroup(steps, sc, arts, globals)
+func (e *Engine) expandStepGroup(g *stepGroup) ([]stepRun, error) {
+	steps, globals, sc := g.steps, g.globals, g.sc
+	resolved, err := resolveStepGroup(steps, sc, g.arts, globals)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +127,7 @@ func (e *Engine) expandStepGroup(p *Pass, sg *wfv1.NodeStatus, steps []wfv1.Work
 			return nil, fmt.Errorf("step %s: %w", step.Name, err)
 		}
 		if len(items) == 0 {
-			e.skipEmptyLoop(p, sg, step, boundaryID)
+			e.skipEmptyLoop(g, step)
 			continue
 		}
 		r.WithItems, r.WithParam, r.WithSequence = nil, "", nil
@@ -161,103 +185,46 @@ func resolveStep(step *wfv1.WorkflowStep, sc scope, arts artifactResolver, globa
 }
 
 // skipEmptyLoop records a loop over no items as a Skipped node, as argo does.
-func (e *Engine) skipEmptyLoop(p *Pass, sg *wfv1.NodeStatus, step *wfv1.WorkflowStep, boundaryID string) {
-	childName := sg.Name + "." + step.Name
-	if p.node(childName) != nil {
+func (e *Engine) skipEmptyLoop(g *stepGroup, step *wfv1.WorkflowStep) {
+	childName := g.name + "." + step.Name
+	if g.p.node(childName) != nil {
 		return
 	}
-	skipped := p.newNode(nodeAt{childName, step.Name, step.Template, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params")
-	p.addChild(p.node(sg.Name), skipped.ID)
-	p.Events = append(p.Events, nodeEvent(skipped))
+	g.skip(nodeAt{childName, step.Name, step.Template, g.boundaryID}, "Skipped, empty params")
+}
+
+// skip records a child of the group that does not run as a Skipped node.
+func (g *stepGroup) skip(at nodeAt, message string) {
+	skipped := g.p.newNode(at, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, message)
+	g.p.addChild(g.p.node(g.name), skipped.ID)
+	g.p.Events = append(g.p.Events, nodeEvent(skipped))
 }
 
 // executeStepGroup starts the parallel steps of one group and decides the group once all are fulfilled.
-func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeStatus, steps []wfv1.WorkflowStep,
-	sc scope, arts artifactResolver, globals common.Parameters, boundaryID, tmplJSON string) error {
+func (e *Engine) executeStepGroup(ctx context.Context, g *stepGroup) error {
+	p := g.p
 	// Resolve the whole group before starting any of it, so a bad reference never leaves a sibling running
 	// under a group that already failed.
-	runs, err := e.expandStepGroup(p, sg, steps, sc, arts, globals, boundaryID)
+	runs, err := e.expandStepGroup(g)
 	if err != nil {
-		p.markPhase(p.node(sg.Name), wfv1.NodeError, err.Error())
+		p.markPhase(p.node(g.name), wfv1.NodeError, err.Error())
 		return nil
 	}
 	allFulfilled := true
 	for _, run := range runs {
-		childName := sg.Name + "." + run.name
-		child := p.node(childName)
-		if fulfilled(child) {
-			continue
+		state, err := e.runStep(ctx, g, run)
+		if err != nil || state == groupEnded {
+			return err
 		}
-		resolved := run.resolved
-		if child == nil && p.budgetSpent() {
-			allFulfilled = false // a later pass starts it
-			continue
-		}
-		if child == nil {
-			proceed, err := evalWhen(resolved.When)
-			if err != nil {
-				e.failStep(p, sg, childName, run.name, run.step.Template, boundaryID, err.Error())
-				return nil
-			}
-			if !proceed {
-				skipped := p.newNode(nodeAt{childName, run.name, run.step.Template, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeSkipped, fmt.Sprintf("when '%s' evaluated false", resolved.When))
-				p.addChild(p.node(sg.Name), skipped.ID)
-				p.Events = append(p.Events, nodeEvent(skipped))
-				continue
-			}
-		}
-		child, err := e.executeTemplate(ctx, &nodeCall{p: p, name: childName, display: run.name, call: templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline}, args: resolved.Arguments, boundaryID: boundaryID, parentJSON: tmplJSON})
-		if err != nil {
-			if abortsPass(err) {
-				return err
-			}
-			if child != nil {
-				p.addChild(p.node(sg.Name), child.ID)
-			}
-			p.markPhase(p.node(sg.Name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", childName, err))
-			return nil
-		}
-		if child == nil {
-			allFulfilled = false
-			continue
-		}
-		p.addChild(p.node(sg.Name), child.ID)
-		if !p.nodeFulfilled(childName) {
-			allFulfilled = false
-		}
+		allFulfilled = allFulfilled && state == stepDone
 	}
-	// A step is done once its hooks are: the next group waits for them. Like argo, the steps are taken in
-	// order, and one whose lifecycle hooks are not done holds the hooks of the steps after it.
+	state, err := e.stepHooksDone(ctx, g, runs)
+	if err != nil || state == groupEnded || !allFulfilled || state == stepWaiting {
+		return err
+	}
+	sg := p.node(g.name)
 	for _, run := range runs {
-		child := p.node(sg.Name + "." + run.name)
-		if child == nil {
-			continue
-		}
-		done, err := e.stepLifecycleHooksDone(ctx, p, run, child, boundaryID, sc)
-		if err != nil {
-			return stepGroupHookError(p, sg, err, "")
-		}
-		if !done {
-			allFulfilled = false
-			break
-		}
-		if !run.step.HasExitHook() {
-			continue
-		}
-		done, err = e.exitHookDone(ctx, p, stepExitHook(p, run.resolved), child, boundaryID, "steps."+run.step.Name, sc)
-		if err != nil {
-			return stepGroupHookError(p, sg, err, child.Name+".onExit")
-		}
-		if !done {
-			allFulfilled = false
-		}
-	}
-	if !allFulfilled {
-		return nil
-	}
-	sg = p.node(sg.Name)
-	for _, run := range runs {
-		child := p.node(sg.Name + "." + run.name)
+		child := p.node(g.name + "." + run.name)
 		if child != nil && child.FailedOrError() && !run.step.ContinuesOn(child.Phase) {
 			p.markPhase(sg, wfv1.NodeFailed, fmt.Sprintf("child '%s' failed", child.ID))
 			return nil
@@ -267,6 +234,84 @@ func (e *Engine) executeStepGroup(ctx context.Context, p *Pass, sg *wfv1.NodeSta
 	return nil
 }
 
+// runStep starts (or drives on) one step of the group. A new step waits while the pass has created its
+// share of nodes; one whose `when` is false is skipped; one that cannot run errors the group.
+func (e *Engine) runStep(ctx context.Context, g *stepGroup, run stepRun) (stepState, error) {
+	p, resolved := g.p, run.resolved
+	childName := g.name + "." + run.name
+	child := p.node(childName)
+	if fulfilled(child) {
+		return stepDone, nil
+	}
+	if child == nil {
+		if p.budgetSpent() {
+			return stepWaiting, nil // a later pass starts it
+		}
+		proceed, err := evalWhen(resolved.When)
+		if err != nil {
+			e.failStep(g, run, err.Error())
+			return groupEnded, nil
+		}
+		if !proceed {
+			g.skip(nodeAt{childName, run.name, run.step.Template, g.boundaryID}, fmt.Sprintf("when '%s' evaluated false", resolved.When))
+			return stepDone, nil
+		}
+	}
+	child, err := e.executeTemplate(ctx, &nodeCall{p: p, name: childName, display: run.name,
+		call: templateCall{name: resolved.Template, ref: resolved.TemplateRef, inline: resolved.Inline},
+		args: resolved.Arguments, boundaryID: g.boundaryID, parentJSON: g.tmplJSON})
+	if err != nil {
+		if abortsPass(err) {
+			return groupEnded, err
+		}
+		if child != nil {
+			p.addChild(p.node(g.name), child.ID)
+		}
+		p.markPhase(p.node(g.name), wfv1.NodeError, fmt.Sprintf("step group deemed errored due to child %s error: %v", childName, err))
+		return groupEnded, nil
+	}
+	if child == nil {
+		return stepWaiting, nil
+	}
+	p.addChild(p.node(g.name), child.ID)
+	if !p.nodeFulfilled(childName) {
+		return stepWaiting, nil
+	}
+	return stepDone, nil
+}
+
+// stepHooksDone runs the hooks of the group's steps: a step is done once its hooks are, and the next group
+// waits for them. Like argo, the steps are taken in order, and one whose lifecycle hooks are not done holds
+// the hooks of the steps after it.
+func (e *Engine) stepHooksDone(ctx context.Context, g *stepGroup, runs []stepRun) (stepState, error) {
+	p := g.p
+	state := stepDone
+	for _, run := range runs {
+		child := p.node(g.name + "." + run.name)
+		if child == nil {
+			continue
+		}
+		done, err := e.stepLifecycleHooksDone(ctx, p, run, child, g.boundaryID, g.sc)
+		if err != nil {
+			return groupEnded, stepGroupHookError(p, g.name, err, "")
+		}
+		if !done {
+			return stepWaiting, nil
+		}
+		if !run.step.HasExitHook() {
+			continue
+		}
+		done, err = e.exitHookDone(ctx, p, stepExitHook(p, run.resolved), hookSite{child, g.boundaryID, "steps." + run.step.Name, g.sc})
+		if err != nil {
+			return groupEnded, stepGroupHookError(p, g.name, err, child.Name+".onExit")
+		}
+		if !done {
+			state = stepWaiting
+		}
+	}
+	return state, nil
+}
+
 // stepLifecycleHooksDone runs the lifecycle hooks of one step (or loop iteration) on its node. A step that
 // did not run (its `when` was false, its loop empty) has none, as under argo.
 func (e *Engine) stepLifecycleHooksDone(ctx context.Context, p *Pass, run stepRun, child *wfv1.NodeStatus, boundaryID string, sc scope) (bool, error) {
@@ -274,12 +319,12 @@ func (e *Engine) stepLifecycleHooksDone(ctx context.Context, p *Pass, run stepRu
 		return true, nil
 	}
 	// argo names the node by the step as run: an iteration's hooks see steps.NAME(i:item).status.
-	return e.lifecycleHooksDone(ctx, p, run.resolved.Hooks, child, boundaryID, "steps."+child.DisplayName, sc)
+	return e.lifecycleHooksDone(ctx, p, run.resolved.Hooks, hookSite{child, boundaryID, "steps." + child.DisplayName, sc})
 }
 
 // stepGroupHookError ends a group whose step's hook could not run: a transient API error retries the
 // pass; anything else errors the group, naming the exit handler when it was one (argo's wording).
-func stepGroupHookError(p *Pass, sg *wfv1.NodeStatus, err error, exitHandler string) error {
+func stepGroupHookError(p *Pass, group string, err error, exitHandler string) error {
 	if abortsPass(err) {
 		return err
 	}
@@ -287,21 +332,23 @@ func stepGroupHookError(p *Pass, sg *wfv1.NodeStatus, err error, exitHandler str
 	if exitHandler != "" {
 		msg = fmt.Sprintf("step group deemed errored due to child %s error: %v", exitHandler, err)
 	}
-	p.markPhase(p.node(sg.Name), wfv1.NodeError, msg)
+	p.markPhase(p.node(group), wfv1.NodeError, msg)
 	return nil
 }
 
 // failStep records a step that cannot run (bad reference, bad `when`) as an errored Skipped-type node and
 // errors its group, as argo does.
-func (e *Engine) failStep(p *Pass, sg *wfv1.NodeStatus, childName, displayName, tmplName, boundaryID, msg string) {
+func (e *Engine) failStep(g *stepGroup, run stepRun, msg string) {
+	p := g.p
+	childName := g.name + "." + run.name
 	child := p.node(childName)
 	if child == nil {
-		child = p.newNode(nodeAt{childName, displayName, tmplName, boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
+		child = p.newNode(nodeAt{childName, run.name, run.step.Template, g.boundaryID}, wfv1.NodeTypeSkipped, wfv1.NodeError, msg)
 		p.Events = append(p.Events, nodeEvent(child))
 	} else {
 		p.markPhase(child, wfv1.NodeError, msg)
 	}
-	sg = p.node(sg.Name)
+	sg := p.node(g.name)
 	p.addChild(sg, child.ID)
 	p.markPhase(sg, wfv1.NodeError, msg)
 }
