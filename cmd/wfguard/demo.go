@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wfguard/wfguard/internal/cmdlog"
 	"github.com/wfguard/wfguard/sandbox"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/demo"
@@ -106,7 +107,7 @@ func parseSandboxFlags(fs *flag.FlagSet, args []string, level string, stderr io.
 		}
 		return nil, 2
 	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
+	log, err := cmdlog.New(*logFormat, *logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return nil, 2
