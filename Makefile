@@ -63,14 +63,15 @@ image:
 		--image $(IMAGE) --arch $(IMAGE_ARCH)
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
+## (bin/wfguard-sandbox, the playground binary: the controller binary and image carry neither)
 demo: tools
-	$(GO) build -o bin/wfguard ./cmd/wfguard
-	bin/wfguard demo --examples examples
+	$(GO) build -o bin/wfguard-sandbox ./cmd/wfguard-sandbox
+	bin/wfguard-sandbox demo --examples examples
 
-## up: keep an embedded control plane + controller + simulated node running (Ctrl-C to stop)
+## up: keep an embedded control plane + controller + simulated node running (Ctrl-C to stop; bin/wfguard-sandbox)
 up: tools
-	$(GO) build -o bin/wfguard ./cmd/wfguard
-	bin/wfguard up
+	$(GO) build -o bin/wfguard-sandbox ./cmd/wfguard-sandbox
+	bin/wfguard-sandbox up
 
 ## bench: measure wfguard and stock argo (each its own process) against DESIGN.md's targets; report in bench/results/
 BENCH_FLAGS ?=

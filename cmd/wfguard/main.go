@@ -11,14 +11,13 @@ const usage = `wfguard — a hardened reconciliation core for Argo Workflows.
 
 Usage:
   wfguard controller [flags]   run the workflow controller (replaces argo's workflow-controller)
-  wfguard demo [flags]         run examples/*.yaml on an embedded control plane and report
-  wfguard up [flags]           keep an embedded control plane + controller + simulated node running
   wfguard action ACTION WF     suspend|resume|stop|terminate a workflow and wait for the outcome
   wfguard explain WF [-n NS]   show a workflow's nodes and what each unfinished one waits on (read-only)
   wfguard doctor [-n NS | -A]  audit for partial successes, stuck results, finalizers, actions (--fix)
   wfguard help                 show this help
 
 Run 'wfguard <command> -h' for a command's flags.
+To try wfguard without a cluster: wfguard-sandbox demo|up (make demo, make up).
 `
 
 func main() {
@@ -33,10 +32,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "controller":
 		return runController(args[1:], stderr)
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
-	case "up":
-		return runUp(args[1:], stdout, stderr)
+	case "demo", "up":
+		// The playground lives in its own binary, so this one (the image's) links no control plane or simulated node.
+		fmt.Fprintf(stderr, "wfguard: %q is a command of the playground binary wfguard-sandbox, not of the controller's: "+
+			"run 'make %s', or 'go run ./cmd/wfguard-sandbox %s' from the wfguard module\n", args[0], args[0], args[0])
+		return 2
 	case "action":
 		return runAction(args[1:], stdout, stderr)
 	case "explain":
