@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check build demo up generate bench chaos image
+.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check controller-deps build demo up generate bench chaos image
 
 all: build
 
@@ -94,12 +94,16 @@ generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object paths=./actions/v1alpha1/... \
 		crd:crdVersions=v1 output:crd:artifacts:config=config/crd
 
-## lint: go vet + gofmt check
-lint: vet fmt-check
+## lint: go vet + gofmt check + the controller binary links no playground or test package (controller-deps)
+lint: vet fmt-check controller-deps
 
 vet:
 	$(GO) vet ./...
 	cd hack/image && $(GO) vet ./...
+
+## controller-deps: fail when cmd/wfguard (the image's binary) links sandbox/, test/, compat/, bench/ or internal/zipbomb
+controller-deps:
+	@GO=$(GO) hack/check-controller-deps.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
