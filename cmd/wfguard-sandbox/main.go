@@ -4,9 +4,10 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
+
+	"github.com/wfguard/wfguard/internal/subcommand"
 )
 
 const usage = `wfguard-sandbox — try wfguard without a cluster: an embedded control plane, the controller and a simulated node.
@@ -24,21 +25,8 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+var commands = map[string]subcommand.Func{"demo": runDemo, "up": runUp}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
-	case "up":
-		return runUp(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "wfguard-sandbox: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
+	return subcommand.Run("wfguard-sandbox", usage, commands, args, stdout, stderr)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/wfguard/wfguard/internal/subcommand"
 )
 
 const usage = `wfguard — a hardened reconciliation core for Argo Workflows.
@@ -24,30 +26,25 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// commands are wfguard's; demo and up are wfguard-sandbox's, so that this binary (the image's) links no
+// control plane or simulated node, and they only say where they went.
+var commands = map[string]subcommand.Func{
+	"controller": func(args []string, _, stderr io.Writer) int { return runController(args, stderr) },
+	"action":     runAction,
+	"explain":    runExplain,
+	"doctor":     runDoctor,
+	"demo":       movedToTheSandboxBinary("demo"),
+	"up":         movedToTheSandboxBinary("up"),
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "controller":
-		return runController(args[1:], stderr)
-	case "demo", "up":
-		// The playground lives in its own binary, so this one (the image's) links no control plane or simulated node.
+	return subcommand.Run("wfguard", usage, commands, args, stdout, stderr)
+}
+
+func movedToTheSandboxBinary(name string) subcommand.Func {
+	return func(_ []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wfguard: %q is a command of the playground binary wfguard-sandbox, not of the controller's: "+
-			"run 'make %s', or 'go run ./cmd/wfguard-sandbox %s' from the wfguard module\n", args[0], args[0], args[0])
-		return 2
-	case "action":
-		return runAction(args[1:], stdout, stderr)
-	case "explain":
-		return runExplain(args[1:], stdout, stderr)
-	case "doctor":
-		return runDoctor(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "wfguard: unknown command %q\n\n%s", args[0], usage)
+			"run 'make %s', or 'go run ./cmd/wfguard-sandbox %s' from the wfguard module\n", name, name, name)
 		return 2
 	}
 }
