@@ -46,7 +46,7 @@ compat: tools argo-tools
 	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
 		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME) -compat.corpus=$(or $(CORPUS),all)
 
-## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar:
+## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar: cmd/wfguard only,
 ## a static linux binary, user 65532, no shell. IMAGE names it; IMAGE_ARCH picks the architecture; IMAGE_DIR the folder. Load it with
 ## `docker load -i`, `ctr -n k8s.io images import` or `kind load image-archive` (docs/install.md).
 VERSION    ?= latest
