@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check build demo up generate bench chaos image
+.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check controller-deps build demo up generate bench chaos image
 
 all: build
 
@@ -46,7 +46,7 @@ compat: tools argo-tools
 	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
 		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME) -compat.corpus=$(or $(CORPUS),all)
 
-## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar:
+## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar: cmd/wfguard only,
 ## a static linux binary, user 65532, no shell. IMAGE names it; IMAGE_ARCH picks the architecture; IMAGE_DIR the folder. Load it with
 ## `docker load -i`, `ctr -n k8s.io images import` or `kind load image-archive` (docs/install.md).
 VERSION    ?= latest
@@ -63,14 +63,15 @@ image:
 		--image $(IMAGE) --arch $(IMAGE_ARCH)
 
 ## demo: run examples/*.yaml on an embedded control plane with the controller and the simulated node
+## (bin/wfguard-sandbox, the playground binary: the controller binary and image carry neither)
 demo: tools
-	$(GO) build -o bin/wfguard ./cmd/wfguard
-	bin/wfguard demo --examples examples
+	$(GO) build -o bin/wfguard-sandbox ./cmd/wfguard-sandbox
+	bin/wfguard-sandbox demo --examples examples
 
-## up: keep an embedded control plane + controller + simulated node running (Ctrl-C to stop)
+## up: keep an embedded control plane + controller + simulated node running (Ctrl-C to stop; bin/wfguard-sandbox)
 up: tools
-	$(GO) build -o bin/wfguard ./cmd/wfguard
-	bin/wfguard up
+	$(GO) build -o bin/wfguard-sandbox ./cmd/wfguard-sandbox
+	bin/wfguard-sandbox up
 
 ## bench: measure wfguard and stock argo (each its own process) against DESIGN.md's targets; report in bench/results/
 BENCH_FLAGS ?=
@@ -93,12 +94,16 @@ generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object paths=./actions/v1alpha1/... \
 		crd:crdVersions=v1 output:crd:artifacts:config=config/crd
 
-## lint: go vet + gofmt check
-lint: vet fmt-check
+## lint: go vet + gofmt check + the controller binary links no playground or test package (controller-deps)
+lint: vet fmt-check controller-deps
 
 vet:
 	$(GO) vet ./...
 	cd hack/image && $(GO) vet ./...
+
+## controller-deps: fail when cmd/wfguard (the image's binary) links sandbox/, test/, compat/, bench/ or internal/zipbomb
+controller-deps:
+	@GO=$(GO) hack/check-controller-deps.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \

@@ -1,12 +1,10 @@
 package controllerconfig
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,26 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/wfguard/wfguard/internal/lockedbuffer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWatcher: a valid version comes into force and is announced; an invalid edit keeps it, with one
 // Warning Event and a metric; an unsupported key is logged once; a deletion (also of an invalid version)
@@ -49,7 +32,7 @@ func TestWatcher(t *testing.T) {
 	kube := fake.NewClientset(configMap(map[string]string{"parallelism": "2", "navColor": "red"}))
 	recorder := record.NewFakeRecorder(10)
 	reg := prometheus.NewRegistry()
-	var logs syncBuffer
+	var logs lockedbuffer.Buffer
 	w, err := NewWatcher(Options{Kube: kube, Namespace: "argo", Log: slog.New(slog.NewTextHandler(&logs, nil)), Registry: reg, Recorder: recorder})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +151,7 @@ func TestWatcherAtStart(t *testing.T) {
 				failures--
 				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
 			})
-			var logs syncBuffer
+			var logs lockedbuffer.Buffer
 			w, err := NewWatcher(Options{Kube: kube, Namespace: "argo", Log: slog.New(slog.NewTextHandler(&logs, nil)), Recorder: record.NewFakeRecorder(10)})
 			if err != nil {
 				t.Fatal(err)

@@ -1,2 +1,2 @@
-// Package sandbox runs an embedded control plane, the wfguard controller and the simulated node together; a product package behind `wfguard up` and `wfguard demo` (and used by the tests).
+// Package sandbox runs an embedded control plane, the wfguard controller and the simulated node together; a product package behind `wfguard-sandbox up` and `wfguard-sandbox demo` (and used by the tests).
 package sandbox

@@ -37,6 +37,7 @@ import (
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/internal/cmdlog"
 	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/taskresult"
@@ -182,21 +183,6 @@ func envOr(key, def string) string {
 	return def
 }
 
-func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
-	if format != "json" && format != "text" {
-		return nil, fmt.Errorf("--log-format must be json or text, got %q", format)
-	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewJSONHandler(w, opts)), nil
-}
-
 func runController(args []string, stderr io.Writer) int {
 	f, err := parseControllerFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -206,7 +192,7 @@ func runController(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wfguard controller: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(f.logFormat, f.logLevel, stderr)
+	log, err := cmdlog.New(f.logFormat, f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "wfguard controller: %v\n", err)
 		return 2

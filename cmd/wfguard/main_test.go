@@ -52,6 +52,8 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 	}{
 		{"help lists the commands", []string{"help"}, 0, "wfguard controller [flags]"},
 		{"no command shows usage", nil, 2, "Usage:"},
+		{"demo names the playground binary it moved to", []string{"demo"}, 2, `"demo" is a command of the playground binary wfguard-sandbox`},
+		{"up with its flags says how to run it", []string{"up", "--namespace=try"}, 2, "run 'make up', or 'go run ./cmd/wfguard-sandbox up'"},
 		{"an unknown command is named", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"a bad log format is named", []string{"controller", "--log-format=xml"}, 2, `--log-format must be json or text, got "xml"`},
 		{"zero workers are refused", []string{"controller", "--workflow-workers=0"}, 2, "--workflow-workers must be at least 1"},
@@ -81,6 +83,16 @@ func TestHelpAndBadFlagsAreClear(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tc.wantOut, out.String())
 			}
 		})
+	}
+}
+
+func TestHelpListsNoPlaygroundCommand(t *testing.T) {
+	var out bytes.Buffer
+	run([]string{"help"}, &out, &out)
+	for _, command := range []string{"wfguard demo", "wfguard up"} {
+		if strings.Contains(out.String(), command) {
+			t.Errorf("help lists %q, a command of wfguard-sandbox:\n%s", command, out.String())
+		}
 	}
 }
 
@@ -199,58 +211,6 @@ func TestTheBinaryLeadsServesAndDrainsOnSIGTERM(t *testing.T) {
 
 func containerSpec() *corev1.Container {
 	return &corev1.Container{Image: "busybox", Command: []string{"true"}}
-}
-
-func TestUpServesASandboxUntilInterruptedThenCleansUp(t *testing.T) {
-	kubeconfig := t.TempDir() + "/kubeconfig"
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), runMainEnv+"=up --kubeconfig-out="+kubeconfig+" --namespace=try --log-level=warn")
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}()
-	waitUntil(t, "the sandbox wrote its kubeconfig", 90*time.Second, func() bool {
-		_, err := os.Stat(kubeconfig)
-		return err == nil && strings.Contains(out.String(), "Press Ctrl-C to stop")
-	})
-	config, err := restConfig(kubeconfig, 50, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	argo := versioned.NewForConfigOrDie(config)
-	wf, err := argo.ArgoprojV1alpha1().Workflows("try").Create(t.Context(), &wfv1.Workflow{
-		ObjectMeta: metav1.ObjectMeta{Name: "mine"},
-		Spec:       wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Container: containerSpec()}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the user's workflow succeeded in the sandbox", 60*time.Second, func() bool {
-		got, err := argo.ArgoprojV1alpha1().Workflows("try").Get(t.Context(), wf.Name, metav1.GetOptions{})
-		return err == nil && got.Status.Phase == wfv1.WorkflowSucceeded
-	})
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		done <- err
-		if err != nil {
-			t.Errorf("wfguard up exited with %v; output:\n%s", err, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("wfguard up did not stop within 60s of SIGINT; output:\n%s", out.String())
-	}
-	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
-		t.Errorf("the kubeconfig was left behind (stat err %v)", err)
-	}
 }
 
 func TestTheActionCommandWaitsForTheOutcomeAndExitsWithItsCode(t *testing.T) {

@@ -44,7 +44,7 @@ func Run(ctx context.Context, opts Options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(opts.Out, "wfguard demo: starting an embedded control plane (etcd + kube-apiserver), the controller and the simulated node\n")
+	fmt.Fprintf(opts.Out, "wfguard-sandbox demo: starting an embedded control plane (etcd + kube-apiserver), the controller and the simulated node\n")
 	sb, err := sandbox.Start(ctx, sandbox.Options{ControlPlane: opts.ControlPlane, Namespace: "demo", Logger: opts.Logger})
 	if err != nil {
 		return false, err

@@ -13,13 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wfguard/wfguard/internal/cmdlog"
 	"github.com/wfguard/wfguard/sandbox"
 	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/sandbox/demo"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("wfguard demo", flag.ContinueOnError)
+	fs := flag.NewFlagSet("wfguard-sandbox demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	examples := fs.String("examples", "examples", "directory of example workflows (*.yaml)")
 	binDir := fs.String("bin-dir", "", "directory with etcd and kube-apiserver (default <module root>/bin, built by `make tools`)")
@@ -33,7 +34,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	ok, err := demo.Run(ctx, demo.Options{ExamplesDir: *examples, ControlPlane: controlplane.Options{BinDir: *binDir},
 		Timeout: *timeout, Out: stdout, Logger: log})
 	if err != nil {
-		fmt.Fprintf(stderr, "wfguard demo: %v\n", err)
+		fmt.Fprintf(stderr, "wfguard-sandbox demo: %v\n", err)
 		return 1
 	}
 	if !ok {
@@ -45,7 +46,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 }
 
 func runUp(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("wfguard up", flag.ContinueOnError)
+	fs := flag.NewFlagSet("wfguard-sandbox up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cacheDir, _ := os.UserCacheDir()
 	kubeconfigOut := fs.String("kubeconfig-out", filepath.Join(cacheDir, "wfguard", "kubeconfig"), "where to write the sandbox's kubeconfig")
@@ -59,12 +60,12 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sb, err := sandbox.Start(ctx, sandbox.Options{ControlPlane: controlplane.Options{BinDir: *binDir}, Namespace: *namespace, Logger: log})
 	if err != nil {
-		fmt.Fprintf(stderr, "wfguard up: %v\n", err)
+		fmt.Fprintf(stderr, "wfguard-sandbox up: %v\n", err)
 		return 1
 	}
 	code = 0
 	if err := copyFile(sb.ControlPlane.Kubeconfig, *kubeconfigOut); err != nil {
-		fmt.Fprintf(stderr, "wfguard up: %v\n", err)
+		fmt.Fprintf(stderr, "wfguard-sandbox up: %v\n", err)
 		code = 1
 	} else {
 		fmt.Fprintf(stdout, "wfguard sandbox is up: kube-apiserver %s, controller and simulated node running.\n"+
@@ -74,7 +75,7 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "stopping the sandbox")
 	}
 	if err := sb.Stop(); err != nil {
-		fmt.Fprintf(stderr, "wfguard up: stopping: %v\n", err)
+		fmt.Fprintf(stderr, "wfguard-sandbox up: stopping: %v\n", err)
 		code = 1
 	}
 	_ = os.Remove(*kubeconfigOut)
@@ -106,7 +107,7 @@ func parseSandboxFlags(fs *flag.FlagSet, args []string, level string, stderr io.
 		}
 		return nil, 2
 	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
+	log, err := cmdlog.New(*logFormat, *logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return nil, 2
