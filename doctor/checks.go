@@ -113,6 +113,32 @@ func heldFinalizers(_ context.Context, _ *inspect.Clients, in *cluster, o Option
 	if len(res.Skipped) > 0 {
 		return res
 	}
+	byUID, exists := workflowsByUID(in)
+	for _, pod := range in.pods {
+		if !inspect.HoldsFinalizer(pod) {
+			continue
+		}
+		owner := types.UID(inspect.OwnerUID(pod))
+		wf := byUID[owner]
+		var f Finding
+		var found bool
+		switch {
+		case owner == "" || !exists[owner]:
+			f, found = heldForAGoneWorkflow(pod, owner, o)
+		case wf == nil:
+			continue // its workflow exists but does not decode: nothing to say about its node
+		default:
+			f, found = heldPastItsNode(pod, wf, o)
+		}
+		if found {
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	return res
+}
+
+// workflowsByUID indexes the decoded workflows by UID; exists also holds those that do not decode.
+func workflowsByUID(in *cluster) (map[types.UID]*wfv1.Workflow, map[types.UID]bool) {
 	byUID := map[types.UID]*wfv1.Workflow{}
 	for _, w := range in.workflows {
 		byUID[w.WF.UID] = w.WF
@@ -124,55 +150,51 @@ func heldFinalizers(_ context.Context, _ *inspect.Clients, in *cluster, o Option
 	for _, u := range in.undecodable {
 		exists[u.UID] = true
 	}
-	for _, pod := range in.pods {
-		if !inspect.HoldsFinalizer(pod) {
-			continue
-		}
-		owner := types.UID(inspect.OwnerUID(pod))
-		obj := "pod/" + pod.Name
-		if owner == "" || !exists[owner] {
-			since := pod.CreationTimestamp.Time
-			if pod.DeletionTimestamp != nil {
-				since = pod.DeletionTimestamp.Time
-			}
-			if o.Now.Sub(since) < o.MinAge {
-				continue
-			}
-			msg := fmt.Sprintf("holds %s but its workflow %s (uid %s) is gone", common.FinalizerPodStatus, pod.Labels[common.LabelKeyWorkflow], owner)
-			if owner == "" {
-				msg = fmt.Sprintf("holds %s but no Workflow owns it", common.FinalizerPodStatus)
-			}
-			if pod.DeletionTimestamp != nil {
-				msg += "; it is stuck Terminating"
-			}
-			res.Findings = append(res.Findings, Finding{Namespace: pod.Namespace, Workflow: pod.Labels[common.LabelKeyWorkflow], Object: obj,
-				Message: msg, Since: since, Repair: &Repair{Kind: RepairReleaseFinalizer, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-					Workflow: pod.Labels[common.LabelKeyWorkflow], WorkflowUID: owner}})
-			continue
-		}
-		wf := byUID[owner]
-		if wf == nil {
-			continue // its workflow exists but does not decode: nothing to say about its node
-		}
-		var since time.Time
-		var why string
-		n, ok := wf.Status.Nodes[inspect.NodeID(pod)]
-		switch {
-		case ok && fulfilled(&n):
-			since, why = n.FinishedAt.Time, fmt.Sprintf("its node %s is final (%s)", n.DisplayName, n.Phase)
-		case wf.Status.Phase.Completed():
-			since, why = wf.Status.FinishedAt.Time, fmt.Sprintf("its workflow %s", wf.Status.Phase)
-		default:
-			continue
-		}
-		if since.IsZero() || o.Now.Sub(since) < o.MinAge {
-			continue
-		}
-		res.Findings = append(res.Findings, Finding{Namespace: pod.Namespace, Workflow: wf.Name, Object: obj, Since: since,
-			Message: fmt.Sprintf("holds %s although %s; the controller releases it after persisting the node: is it running, and may it patch pods?",
-				common.FinalizerPodStatus, why)})
+	return byUID, exists
+}
+
+// heldForAGoneWorkflow is the repairable finding of a pod holding the finalizer whose workflow (owner; ""
+// when none owns it) is gone, once that is older than MinAge.
+func heldForAGoneWorkflow(pod *corev1.Pod, owner types.UID, o Options) (Finding, bool) {
+	since := pod.CreationTimestamp.Time
+	if pod.DeletionTimestamp != nil {
+		since = pod.DeletionTimestamp.Time
 	}
-	return res
+	if o.Now.Sub(since) < o.MinAge {
+		return Finding{}, false
+	}
+	msg := fmt.Sprintf("holds %s but its workflow %s (uid %s) is gone", common.FinalizerPodStatus, pod.Labels[common.LabelKeyWorkflow], owner)
+	if owner == "" {
+		msg = fmt.Sprintf("holds %s but no Workflow owns it", common.FinalizerPodStatus)
+	}
+	if pod.DeletionTimestamp != nil {
+		msg += "; it is stuck Terminating"
+	}
+	return Finding{Namespace: pod.Namespace, Workflow: pod.Labels[common.LabelKeyWorkflow], Object: "pod/" + pod.Name,
+		Message: msg, Since: since, Repair: &Repair{Kind: RepairReleaseFinalizer, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Workflow: pod.Labels[common.LabelKeyWorkflow], WorkflowUID: owner}}, true
+}
+
+// heldPastItsNode is the finding of a pod of wf still holding the finalizer longer than MinAge after its
+// node became final or wf completed: the controller's to release.
+func heldPastItsNode(pod *corev1.Pod, wf *wfv1.Workflow, o Options) (Finding, bool) {
+	var since time.Time
+	var why string
+	n, ok := wf.Status.Nodes[inspect.NodeID(pod)]
+	switch {
+	case ok && fulfilled(&n):
+		since, why = n.FinishedAt.Time, fmt.Sprintf("its node %s is final (%s)", n.DisplayName, n.Phase)
+	case wf.Status.Phase.Completed():
+		since, why = wf.Status.FinishedAt.Time, fmt.Sprintf("its workflow %s", wf.Status.Phase)
+	default:
+		return Finding{}, false
+	}
+	if since.IsZero() || o.Now.Sub(since) < o.MinAge {
+		return Finding{}, false
+	}
+	return Finding{Namespace: pod.Namespace, Workflow: wf.Name, Object: "pod/" + pod.Name, Since: since,
+		Message: fmt.Sprintf("holds %s although %s; the controller releases it after persisting the node: is it running, and may it patch pods?",
+			common.FinalizerPodStatus, why)}, true
 }
 
 // staleActions finds WorkflowActions without an outcome after the threshold.
