@@ -263,60 +263,97 @@ func notReconciled(_ context.Context, _ *inspect.Clients, in *cluster, o Options
 	}
 	pods := podsByOwner(in.pods)
 	for _, w := range in.workflows {
-		wf := w.WF
-		if completed(wf) {
+		if completed(w.WF) {
 			continue
 		}
-		var signals []signal
-		if wf.Status.Phase == "" {
-			signals = append(signals, signal{wf.CreationTimestamp.Time, "no controller has picked it up (no status.phase)"})
+		signals := workflowSignals(w, pods[w.WF.UID], in.podsErr == nil, o)
+		if f, ok := unreconciled(w, signals, o); ok {
+			res.Findings = append(res.Findings, f)
 		}
-		byNode := explain.PodsByNode(wf, pods[wf.UID])
-		timeout, _ := taskresult.TimeoutFor(wf, o.TaskResultTimeout)
-		for _, id := range nodeIDs(wf) {
-			n := wf.Status.Nodes[id]
-			switch {
-			case n.Type == wfv1.NodeTypePod && taskresult.Waiting(&w.Ext, &n):
-				if since := taskresult.WaitStart(&w.Ext, &n); !since.IsZero() {
-					signals = append(signals, signal{since.Add(timeout), fmt.Sprintf("node %s waits for its task result past the %s timeout", n.DisplayName, timeout)})
-				}
-			case n.Type == wfv1.NodeTypePod && !n.Phase.Completed() && in.podsErr == nil:
-				if pod := byNode[id]; pod != nil && taskresult.PodEnded(pod) {
-					signals = append(signals, signal{inspect.PodEnd(pod), fmt.Sprintf("pod %s %s but node %s still says %s",
-						pod.Name, strings.ToLower(string(pod.Status.Phase)), n.DisplayName, n.Phase)})
-				}
-			case n.Type == wfv1.NodeTypeSuspend && n.Phase == wfv1.NodeRunning:
-				if t := explain.Template(wf, &n); t != nil && t.Suspend != nil && t.Suspend.Duration != "" {
-					if d, err := wfv1.ParseStringToDuration(t.Suspend.Duration); err == nil {
-						signals = append(signals, signal{n.StartedAt.Add(d), fmt.Sprintf("suspend node %s's duration %s passed", n.DisplayName, t.Suspend.Duration)})
-					}
-				}
-			}
-		}
-		if wf.Spec.ActiveDeadlineSeconds != nil && !wf.Status.StartedAt.IsZero() && wf.Status.Phase == wfv1.WorkflowRunning {
-			d := wf.Status.StartedAt.Add(time.Duration(*wf.Spec.ActiveDeadlineSeconds) * time.Second)
-			signals = append(signals, signal{d, "its activeDeadlineSeconds passed"})
-		}
-		var due []signal
-		for _, s := range signals {
-			if o.Now.Sub(s.at) >= o.UnreconciledAfter {
-				due = append(due, s)
-			}
-		}
-		if len(due) == 0 {
-			continue
-		}
-		sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-		msg := "no controller reaction: " + due[0].what
-		if len(due) > 1 {
-			msg += fmt.Sprintf(" (and %d more)", len(due)-1)
-		}
-		if !w.LastWrite.IsZero() {
-			msg += fmt.Sprintf("; last written %s", explain.Ago(o.Now, w.LastWrite))
-		}
-		res.Findings = append(res.Findings, Finding{Namespace: wf.Namespace, Workflow: wf.Name, Object: "workflow/" + wf.Name, Message: msg, Since: due[0].at})
 	}
 	return res
+}
+
+// workflowSignals are the signals of a workflow and its nodes, whether due or not; its pods are compared
+// with their nodes only when podsRead.
+func workflowSignals(w inspect.Workflow, pods []*corev1.Pod, podsRead bool, o Options) []signal {
+	wf := w.WF
+	var signals []signal
+	if wf.Status.Phase == "" {
+		signals = append(signals, signal{wf.CreationTimestamp.Time, "no controller has picked it up (no status.phase)"})
+	}
+	byNode := explain.PodsByNode(wf, pods)
+	timeout, _ := taskresult.TimeoutFor(wf, o.TaskResultTimeout)
+	for _, id := range nodeIDs(wf) {
+		n := wf.Status.Nodes[id]
+		if s, ok := nodeSignal(&w, &n, byNode[id], podsRead, timeout); ok {
+			signals = append(signals, s)
+		}
+	}
+	if wf.Spec.ActiveDeadlineSeconds != nil && !wf.Status.StartedAt.IsZero() && wf.Status.Phase == wfv1.WorkflowRunning {
+		d := wf.Status.StartedAt.Add(time.Duration(*wf.Spec.ActiveDeadlineSeconds) * time.Second)
+		signals = append(signals, signal{d, "its activeDeadlineSeconds passed"})
+	}
+	return signals
+}
+
+// nodeSignal is the signal of a node of w, if it has one: its wait for its task result, its ended pod
+// (nil when it has none or pods were not read), or its suspension's duration.
+func nodeSignal(w *inspect.Workflow, n *wfv1.NodeStatus, pod *corev1.Pod, podsRead bool, timeout time.Duration) (signal, bool) {
+	switch {
+	case n.Type == wfv1.NodeTypePod && taskresult.Waiting(&w.Ext, n):
+		since := taskresult.WaitStart(&w.Ext, n)
+		if since.IsZero() {
+			return signal{}, false
+		}
+		return signal{since.Add(timeout), fmt.Sprintf("node %s waits for its task result past the %s timeout", n.DisplayName, timeout)}, true
+	case n.Type == wfv1.NodeTypePod && !n.Phase.Completed() && podsRead:
+		if pod == nil || !taskresult.PodEnded(pod) {
+			return signal{}, false
+		}
+		return signal{inspect.PodEnd(pod), fmt.Sprintf("pod %s %s but node %s still says %s",
+			pod.Name, strings.ToLower(string(pod.Status.Phase)), n.DisplayName, n.Phase)}, true
+	case n.Type == wfv1.NodeTypeSuspend && n.Phase == wfv1.NodeRunning:
+		return suspendDurationSignal(w.WF, n)
+	}
+	return signal{}, false
+}
+
+// suspendDurationSignal is when a running suspend node's duration ends, if its template has one.
+func suspendDurationSignal(wf *wfv1.Workflow, n *wfv1.NodeStatus) (signal, bool) {
+	t := explain.Template(wf, n)
+	if t == nil || t.Suspend == nil || t.Suspend.Duration == "" {
+		return signal{}, false
+	}
+	d, err := wfv1.ParseStringToDuration(t.Suspend.Duration)
+	if err != nil {
+		return signal{}, false
+	}
+	return signal{n.StartedAt.Add(d), fmt.Sprintf("suspend node %s's duration %s passed", n.DisplayName, t.Suspend.Duration)}, true
+}
+
+// unreconciled is the finding of a workflow with signals due longer than UnreconciledAfter: the earliest
+// named, the others counted.
+func unreconciled(w inspect.Workflow, signals []signal, o Options) (Finding, bool) {
+	var due []signal
+	for _, s := range signals {
+		if o.Now.Sub(s.at) >= o.UnreconciledAfter {
+			due = append(due, s)
+		}
+	}
+	if len(due) == 0 {
+		return Finding{}, false
+	}
+	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
+	msg := "no controller reaction: " + due[0].what
+	if len(due) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(due)-1)
+	}
+	if !w.LastWrite.IsZero() {
+		msg += fmt.Sprintf("; last written %s", explain.Ago(o.Now, w.LastWrite))
+	}
+	wf := w.WF
+	return Finding{Namespace: wf.Namespace, Workflow: wf.Name, Object: "workflow/" + wf.Name, Message: msg, Since: due[0].at}, true
 }
 
 // executorRBAC asks the API server, for the service account each unfinished workflow's pods report
