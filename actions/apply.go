@@ -171,35 +171,84 @@ func suspended(wf *wfv1.Workflow, ext *extstatus.Extensions) bool {
 // resume lifts the workflow's suspension and marks active suspend nodes (those matching the selector, if
 // any) Succeeded with the given outputs, as argo's resume does.
 func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.ResumeParameters, now metav1.Time) Outcome {
-	selector := fields.Everything()
-	if params != nil && params.NodeFieldSelector != "" {
-		s, err := fields.ParseSelector(params.NodeFieldSelector)
-		if err != nil {
-			return failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", quoted(params.NodeFieldSelector), err)
-		}
-		selector = s
+	selector, out, ok := resumeSelector(params)
+	if !ok {
+		return out
 	}
-	if params != nil {
-		if len(params.OutputParameters) > MaxOutputParameters {
-			return failed(ReasonInvalidOutputParameters, "%d outputParameters, more than the limit of %d", len(params.OutputParameters), MaxOutputParameters)
-		}
-		for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
-			if v := params.OutputParameters[k]; len(v) > MaxOutputParameterLength || len(k) > 253 {
-				return failed(ReasonInvalidOutputParameters, "outputParameters %q: a %d-byte name and a %d-byte value, more than the limits of 253 and %d",
-					quoted(k), len(k), len(v), MaxOutputParameterLength)
-			}
-		}
+	if out, ok := outputParametersWithinBounds(params); !ok {
+		return out
 	}
 	nodes := activeSuspendNodes(wf, selector)
-	if copied := outputBytes(params) * max(1, len(nodes)); copied > MaxOutputParametersCopied {
-		// Each resumed node stores the values: past this the workflow's status could not be stored at all.
-		return failed(ReasonInvalidOutputParameters, "outputParameters of %d bytes for %d nodes would add %d bytes to the workflow's status, more than the limit of %d",
-			outputBytes(params), max(1, len(nodes)), copied, MaxOutputParametersCopied)
+	if out, ok := outputsStorable(params, len(nodes)); !ok {
+		return out
 	}
 	wasSuspended := suspended(wf, ext) && (params == nil || params.NodeFieldSelector == "")
 	if len(nodes) == 0 && !wasSuspended {
 		return failed(ReasonNothingToResume, "workflow %s has nothing suspended to resume (no suspended workflow, no active suspend node matching)", wf.Name)
 	}
+	resumed, out, ok := resumedOutputs(wf, nodes, params)
+	if !ok {
+		return out
+	}
+	if wasSuspended {
+		f := false
+		ext.Suspended = &f
+		wf.Spec.Suspend = nil
+	}
+	for _, id := range nodes {
+		n := wf.Status.Nodes[id]
+		n.Phase = wfv1.NodeSucceeded
+		n.Message = ""
+		n.FinishedAt = now
+		n.Outputs = resumed[id]
+		wf.Status.Nodes[id] = n
+	}
+	return succeeded(fmt.Sprintf("resumed (%d suspend nodes)", len(nodes)))
+}
+
+// resumeSelector is the Resume's node selector; without one, every node.
+func resumeSelector(params *v1alpha1.ResumeParameters) (fields.Selector, Outcome, bool) {
+	if params == nil || params.NodeFieldSelector == "" {
+		return fields.Everything(), Outcome{}, true
+	}
+	s, err := fields.ParseSelector(params.NodeFieldSelector)
+	if err != nil {
+		return nil, failed(ReasonInvalidNodeFieldSelector, "nodeFieldSelector %q: %v", quoted(params.NodeFieldSelector), err), false
+	}
+	return s, Outcome{}, true
+}
+
+// outputParametersWithinBounds holds a Resume's outputParameters to the CRD's bounds, naming the first
+// parameter past them by name.
+func outputParametersWithinBounds(params *v1alpha1.ResumeParameters) (Outcome, bool) {
+	if params == nil {
+		return Outcome{}, true
+	}
+	if len(params.OutputParameters) > MaxOutputParameters {
+		return failed(ReasonInvalidOutputParameters, "%d outputParameters, more than the limit of %d", len(params.OutputParameters), MaxOutputParameters), false
+	}
+	for _, k := range slices.Sorted(maps.Keys(params.OutputParameters)) {
+		if v := params.OutputParameters[k]; len(v) > MaxOutputParameterLength || len(k) > 253 {
+			return failed(ReasonInvalidOutputParameters, "outputParameters %q: a %d-byte name and a %d-byte value, more than the limits of 253 and %d",
+				quoted(k), len(k), len(v), MaxOutputParameterLength), false
+		}
+	}
+	return Outcome{}, true
+}
+
+// outputsStorable refuses outputs that the resumed nodes together would add past MaxOutputParametersCopied.
+func outputsStorable(params *v1alpha1.ResumeParameters, nodes int) (Outcome, bool) {
+	if copied := outputBytes(params) * max(1, nodes); copied > MaxOutputParametersCopied {
+		// Each resumed node stores the values: past this the workflow's status could not be stored at all.
+		return failed(ReasonInvalidOutputParameters, "outputParameters of %d bytes for %d nodes would add %d bytes to the workflow's status, more than the limit of %d",
+			outputBytes(params), max(1, nodes), copied, MaxOutputParametersCopied), false
+	}
+	return Outcome{}, true
+}
+
+// resumedOutputs are the outputs each node gets: its own with the supplied values set, and defaults for
+// those still awaiting one.
+func resumedOutputs(wf *wfv1.Workflow, nodes []string, params *v1alpha1.ResumeParameters) (map[string]*wfv1.Outputs, Outcome, bool) {
 	// Every node's outputs are settled before anything is applied: one node missing a required output
 	// refuses the whole Resume, so the workflow is untouched.
 	resumed := make(map[string]*wfv1.Outputs, len(nodes))
@@ -216,24 +265,11 @@ func resume(wf *wfv1.Workflow, ext *extstatus.Extensions, params *v1alpha1.Resum
 		}
 		outputs, err := taskresult.ApplySuppliedDefaults(outputs)
 		if err != nil {
-			return failed(ReasonMissingOutputParameter, "node %s: %v; resume it with outputParameters", n.Name, err)
+			return nil, failed(ReasonMissingOutputParameter, "node %s: %v; resume it with outputParameters", n.Name, err), false
 		}
 		resumed[id] = outputs
 	}
-	if wasSuspended {
-		f := false
-		ext.Suspended = &f
-		wf.Spec.Suspend = nil
-	}
-	for _, id := range nodes {
-		n := wf.Status.Nodes[id]
-		n.Phase = wfv1.NodeSucceeded
-		n.Message = ""
-		n.FinishedAt = now
-		n.Outputs = resumed[id]
-		wf.Status.Nodes[id] = n
-	}
-	return succeeded(fmt.Sprintf("resumed (%d suspend nodes)", len(nodes)))
+	return resumed, Outcome{}, true
 }
 
 // setParameter gives output parameter name its supplied value: the declared one awaiting it (which stops

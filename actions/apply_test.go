@@ -2,8 +2,10 @@ package actions
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,6 +199,104 @@ func TestARepeatedActionSucceedsWithoutChangingAnything(t *testing.T) {
 			}
 			if tc.unchanged && (ext.Shutdown != before.Shutdown || wf.Spec.Suspend != nil || wf.Spec.Shutdown != "") {
 				t.Errorf("a no-op changed the workflow: shutdown %q, spec %+v", ext.Shutdown, wf.Spec)
+			}
+		})
+	}
+}
+
+// twoApprovals is a workflow waiting at two suspend nodes, first and second, neither with outputs; suspended
+// also sets spec.suspend, as a Suspend action does.
+func twoApprovals(suspended bool) *wfv1.Workflow {
+	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, Nodes: wfv1.Nodes{
+		"a": {ID: "a", Name: "w[0].first", DisplayName: "first", Type: wfv1.NodeTypeSuspend, Phase: wfv1.NodeRunning, Message: "waiting"},
+		"b": {ID: "b", Name: "w[1].second", DisplayName: "second", Type: wfv1.NodeTypeSuspend, Phase: wfv1.NodeRunning, Message: "waiting"},
+	}}}
+	if suspended {
+		wf.Spec.Suspend = ptr(true)
+	}
+	return wf
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// outputsOf is n output parameters p0..p(n-1), each a value of size bytes.
+func outputsOf(n, size int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("p%d", i)] = strings.Repeat("v", size)
+	}
+	return m
+}
+
+// Pins every outcome of a Resume, word for word, and what each leaves of the workflow: a refused one
+// changes nothing, an applied one lifts the suspension only when no selector narrows it.
+func TestEveryResumeOutcomeSaysExactlyWhatHappenedAndChangesOnlyWhatItSays(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	awaiting := approvalWith(nil)
+	awaiting.Status.Nodes["other"] = wfv1.NodeStatus{ID: "other", Name: "w[1].other", DisplayName: "other", Type: wfv1.NodeTypeSuspend,
+		Phase: wfv1.NodeRunning}
+	for _, tc := range []struct {
+		sentence    string
+		wf          *wfv1.Workflow
+		params      *v1alpha1.ResumeParameters
+		wantReason  string
+		wantMessage string
+		wantResumed []string // the nodes now Succeeded
+		wantLifted  bool     // the workflow's suspension is lifted
+	}{
+		{"a selector that does not parse", twoApprovals(true), &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName"},
+			ReasonInvalidNodeFieldSelector, `nodeFieldSelector "displayName": invalid selector: 'displayName'; can't understand 'displayName'`, nil, false},
+		{"more output parameters than the limit", twoApprovals(true), &v1alpha1.ResumeParameters{OutputParameters: outputsOf(65, 1)},
+			ReasonInvalidOutputParameters, "65 outputParameters, more than the limit of 64", nil, false},
+		{"an output parameter's value over the limit, the first by name reported", twoApprovals(true),
+			&v1alpha1.ResumeParameters{OutputParameters: map[string]string{"z": strings.Repeat("v", MaxOutputParameterLength+1), "y": strings.Repeat("v", MaxOutputParameterLength+2)}},
+			ReasonInvalidOutputParameters, `outputParameters "y": a 1-byte name and a 32770-byte value, more than the limits of 253 and 32768`, nil, false},
+		{"an output parameter's name over the limit", twoApprovals(true),
+			&v1alpha1.ResumeParameters{OutputParameters: map[string]string{strings.Repeat("n", 254): "v"}},
+			ReasonInvalidOutputParameters, `outputParameters "` + strings.Repeat("n", 254) + `": a 254-byte name and a 1-byte value, more than the limits of 253 and 32768`, nil, false},
+		{"outputs that every resumed node would store past the status's limit", twoApprovals(true),
+			&v1alpha1.ResumeParameters{OutputParameters: outputsOf(5, 30<<10)}, ReasonInvalidOutputParameters,
+			"outputParameters of 153610 bytes for 2 nodes would add 307220 bytes to the workflow's status, more than the limit of 262144", nil, false},
+		{"a selector matching no node of a suspended workflow", twoApprovals(true), &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=third"},
+			ReasonNothingToResume, "workflow w has nothing suspended to resume (no suspended workflow, no active suspend node matching)", nil, false},
+		{"a workflow with neither suspension nor suspend node", &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w"}}, nil,
+			ReasonNothingToResume, "workflow w has nothing suspended to resume (no suspended workflow, no active suspend node matching)", nil, false},
+		{"one node's missing output refuses the whole resume", awaiting, nil, ReasonMissingOutputParameter,
+			"node w[0].approve: raw output parameter 'answer' has not been set and does not have a default value; resume it with outputParameters", nil, false},
+		{"a suspended workflow without suspend nodes", &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: wfv1.WorkflowSpec{Suspend: ptr(true)}}, nil,
+			ReasonApplied, "resumed (0 suspend nodes)", nil, true},
+		{"a plain resume resumes every node and the workflow", twoApprovals(true), &v1alpha1.ResumeParameters{OutputParameters: map[string]string{"k": "v"}},
+			ReasonApplied, "resumed (2 suspend nodes)", []string{"a", "b"}, true},
+		{"a selector resumes its nodes and leaves the workflow suspended", twoApprovals(true), &v1alpha1.ResumeParameters{NodeFieldSelector: "displayName=second"},
+			ReasonApplied, "resumed (1 suspend nodes)", []string{"b"}, false},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			before := tc.wf.DeepCopy()
+			ext := &extstatus.Extensions{}
+			out := Apply(tc.wf, ext, &v1alpha1.WorkflowAction{Spec: v1alpha1.WorkflowActionSpec{Action: v1alpha1.ActionResume, Resume: tc.params}}, now)
+			if out.Reason != tc.wantReason || out.Message != tc.wantMessage {
+				t.Fatalf("outcome = %s %q\nwant      %s %q", out.Reason, out.Message, tc.wantReason, tc.wantMessage)
+			}
+			if lifted := ext.Suspended != nil && !*ext.Suspended && tc.wf.Spec.Suspend == nil; lifted != tc.wantLifted {
+				t.Errorf("suspension lifted = %t (status %v, spec %v), want %t", lifted, ext.Suspended, tc.wf.Spec.Suspend, tc.wantLifted)
+			}
+			if !tc.wantLifted && (ext.Suspended != nil || (tc.wf.Spec.Suspend == nil) != (before.Spec.Suspend == nil)) {
+				t.Errorf("the suspension changed: status %v, spec %v", ext.Suspended, tc.wf.Spec.Suspend)
+			}
+			for id, n := range tc.wf.Status.Nodes {
+				was := before.Status.Nodes[id]
+				if !slices.Contains(tc.wantResumed, id) {
+					if n.Phase != was.Phase || n.Message != was.Message || !n.FinishedAt.Equal(&was.FinishedAt) {
+						t.Errorf("node %s changed: %s %q %v", id, n.Phase, n.Message, n.FinishedAt)
+					}
+					continue
+				}
+				if n.Phase != wfv1.NodeSucceeded || n.Message != "" || !n.FinishedAt.Equal(&now) {
+					t.Errorf("node %s = %s %q finished %v, want Succeeded, no message, finished %v", id, n.Phase, n.Message, n.FinishedAt, now)
+				}
+				if tc.params != nil && len(tc.params.OutputParameters) > 0 && (n.Outputs == nil || len(n.Outputs.Parameters) != len(tc.params.OutputParameters)) {
+					t.Errorf("node %s outputs = %+v, want the %d supplied", id, n.Outputs, len(tc.params.OutputParameters))
+				}
 			}
 		})
 	}

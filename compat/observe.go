@@ -82,16 +82,7 @@ func normalize(s, uid string) string {
 // env, mounts and volumes keyed by name and ARGO_TEMPLATE expanded, so a diff names the exact field.
 func podShape(p *corev1.Pod, uid string) map[string]string {
 	out := map[string]string{}
-	for k, v := range p.Labels {
-		out["labels."+k] = normalize(v, uid)
-	}
-	for k, v := range p.Annotations {
-		out["annotations."+k] = normalize(v, uid)
-	}
-	out["finalizers"] = strings.Join(p.Finalizers, ",")
-	for _, r := range p.OwnerReferences {
-		out["ownerReferences."+r.Kind+"/"+r.Name] = fmt.Sprintf("controller=%v", r.Controller != nil && *r.Controller)
-	}
+	addMetadata(out, p, uid)
 	spec := p.Spec.DeepCopy()
 	spec.NodeName = ""
 	containers := map[string]corev1.Container{}
@@ -113,35 +104,58 @@ func podShape(p *corev1.Pod, uid string) map[string]string {
 		}
 	}
 	for name, c := range containers {
-		env, mounts := c.Env, c.VolumeMounts
-		c.Env, c.VolumeMounts = nil, nil
-		for k, v := range flattenJSON(c, uid) {
-			out["containers."+name+"."+k] = v
-		}
-		for _, e := range env {
-			key := "containers." + name + ".env." + e.Name
-			if e.Name == "ARGO_TEMPLATE" {
-				var t any
-				if json.Unmarshal([]byte(e.Value), &t) == nil {
-					for k, v := range flattenAny(t, uid) {
-						out[key+"."+k] = v
-					}
-					continue
-				}
-			}
-			if e.ValueFrom != nil {
-				b, _ := json.Marshal(e.ValueFrom)
-				out[key] = "valueFrom " + normalize(string(b), uid)
-			} else {
-				out[key] = normalize(e.Value, uid)
-			}
-		}
-		for _, m := range mounts {
-			b, _ := json.Marshal(m)
-			out["containers."+name+".mounts."+normalize(m.Name, uid)+":"+m.MountPath] = normalize(string(b), uid)
-		}
+		addContainer(out, name, c, uid)
 	}
 	return out
+}
+
+// addMetadata adds what a controller sets on a pod's metadata: labels, annotations, finalizers, owners.
+func addMetadata(out map[string]string, p *corev1.Pod, uid string) {
+	for k, v := range p.Labels {
+		out["labels."+k] = normalize(v, uid)
+	}
+	for k, v := range p.Annotations {
+		out["annotations."+k] = normalize(v, uid)
+	}
+	out["finalizers"] = strings.Join(p.Finalizers, ",")
+	for _, r := range p.OwnerReferences {
+		out["ownerReferences."+r.Kind+"/"+r.Name] = fmt.Sprintf("controller=%v", r.Controller != nil && *r.Controller)
+	}
+}
+
+// addContainer adds a container's fields under its name, its env and mounts each by name.
+func addContainer(out map[string]string, name string, c corev1.Container, uid string) {
+	env, mounts := c.Env, c.VolumeMounts
+	c.Env, c.VolumeMounts = nil, nil
+	for k, v := range flattenJSON(c, uid) {
+		out["containers."+name+"."+k] = v
+	}
+	for _, e := range env {
+		addEnv(out, "containers."+name+".env."+e.Name, e, uid)
+	}
+	for _, m := range mounts {
+		b, _ := json.Marshal(m)
+		out["containers."+name+".mounts."+normalize(m.Name, uid)+":"+m.MountPath] = normalize(string(b), uid)
+	}
+}
+
+// addEnv adds an env var at key: ARGO_TEMPLATE field by field when it is JSON, so a diff names the field.
+func addEnv(out map[string]string, key string, e corev1.EnvVar, uid string) {
+	if e.Name == "ARGO_TEMPLATE" {
+		var t any
+		if json.Unmarshal([]byte(e.Value), &t) == nil {
+			for k, v := range flattenAny(t, uid) {
+				out[key+"."+k] = v
+			}
+			return
+		}
+	}
+	if e.ValueFrom != nil {
+		b, _ := json.Marshal(e.ValueFrom)
+		out[key] = "valueFrom " + normalize(string(b), uid)
+	} else {
+		out[key] = normalize(e.Value, uid)
+	}
 }
 
 func flattenJSON(v any, uid string) map[string]string {

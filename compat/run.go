@@ -67,15 +67,7 @@ type RunOptions struct {
 // process, installs the corpus's objects, runs every case and observes it. A case the API server refuses is
 // observed with its error; a controller that exits ends the run with an error.
 func Run(ctx context.Context, opts RunOptions) (obs []Observation, err error) {
-	if opts.Timeout == 0 {
-		opts.Timeout = 150 * time.Second
-	}
-	if opts.InFlight == 0 {
-		opts.InFlight = 12
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
+	opts = opts.withDefaults()
 	cp, err := controlplane.Start(ctx, controlplane.Options{Root: opts.Root, Logf: opts.Logf})
 	if err != nil {
 		return nil, err
@@ -83,13 +75,7 @@ func Run(ctx context.Context, opts RunOptions) (obs []Observation, err error) {
 	defer func() { err = errors.Join(err, cp.Stop()) }()
 	config := cp.Config()
 	config.QPS, config.Burst = 200, 400
-	if err := controlplane.InstallCRDs(ctx, config, filepath.Join(opts.Root, "config", "crd", "argo"), time.Minute); err != nil {
-		return nil, err
-	}
-	if err := controlplane.CreateNamedNamespace(ctx, config, Namespace); err != nil {
-		return nil, err
-	}
-	if err := installSupport(ctx, config, opts.Corpus); err != nil {
+	if err := prepareNamespace(ctx, config, opts); err != nil {
 		return nil, err
 	}
 	node, err := simnode.Start(ctx, simnode.Options{Config: config, Namespace: Namespace, Script: ExecutorModel(), Logf: func(string, ...any) {}})
@@ -112,17 +98,49 @@ func Run(ctx context.Context, opts RunOptions) (obs []Observation, err error) {
 		}
 		err = errors.Join(err, proc.Stop(10*time.Second))
 	}()
+	return runCases(ctx, config, pods, proc, opts)
+}
 
+func (o RunOptions) withDefaults() RunOptions {
+	if o.Timeout == 0 {
+		o.Timeout = 150 * time.Second
+	}
+	if o.InFlight == 0 {
+		o.InFlight = 12
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// prepareNamespace installs argo's CRDs and creates the namespace the cases run in, with what they need.
+func prepareNamespace(ctx context.Context, config *rest.Config, opts RunOptions) error {
+	if err := controlplane.InstallCRDs(ctx, config, filepath.Join(opts.Root, "config", "crd", "argo"), time.Minute); err != nil {
+		return err
+	}
+	if err := controlplane.CreateNamedNamespace(ctx, config, Namespace); err != nil {
+		return err
+	}
+	return installSupport(ctx, config, opts.Corpus)
+}
+
+// runCases runs the corpus's cases, InFlight at once, and observes each; the controller exiting ends the run.
+func runCases(ctx context.Context, config *rest.Config, pods *podRecorder, proc *controlplane.Process, opts RunOptions) ([]Observation, error) {
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
-	obs = make([]Observation, len(opts.Corpus.Cases))
+	obs := make([]Observation, len(opts.Corpus.Cases))
+	// A controller that exits ends the cases in flight too: none may write obs after the run returns.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	sem := make(chan struct{}, opts.InFlight)
 	var wg sync.WaitGroup
 	for i, c := range opts.Corpus.Cases {
-		if exited, perr := proc.Exited(); exited {
-			return nil, fmt.Errorf("%s's controller exited during the run (%v)", opts.Controller, perr)
+		if exited, _ := proc.Exited(); exited {
+			cancel()
+			break
 		}
 		sem <- struct{}{}
 		wg.Add(1)

@@ -113,6 +113,32 @@ func heldFinalizers(_ context.Context, _ *inspect.Clients, in *cluster, o Option
 	if len(res.Skipped) > 0 {
 		return res
 	}
+	byUID, exists := workflowsByUID(in)
+	for _, pod := range in.pods {
+		if !inspect.HoldsFinalizer(pod) {
+			continue
+		}
+		owner := types.UID(inspect.OwnerUID(pod))
+		wf := byUID[owner]
+		var f Finding
+		var found bool
+		switch {
+		case owner == "" || !exists[owner]:
+			f, found = heldForAGoneWorkflow(pod, owner, o)
+		case wf == nil:
+			continue // its workflow exists but does not decode: nothing to say about its node
+		default:
+			f, found = heldPastItsNode(pod, wf, o)
+		}
+		if found {
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	return res
+}
+
+// workflowsByUID indexes the decoded workflows by UID; exists also holds those that do not decode.
+func workflowsByUID(in *cluster) (map[types.UID]*wfv1.Workflow, map[types.UID]bool) {
 	byUID := map[types.UID]*wfv1.Workflow{}
 	for _, w := range in.workflows {
 		byUID[w.WF.UID] = w.WF
@@ -124,55 +150,51 @@ func heldFinalizers(_ context.Context, _ *inspect.Clients, in *cluster, o Option
 	for _, u := range in.undecodable {
 		exists[u.UID] = true
 	}
-	for _, pod := range in.pods {
-		if !inspect.HoldsFinalizer(pod) {
-			continue
-		}
-		owner := types.UID(inspect.OwnerUID(pod))
-		obj := "pod/" + pod.Name
-		if owner == "" || !exists[owner] {
-			since := pod.CreationTimestamp.Time
-			if pod.DeletionTimestamp != nil {
-				since = pod.DeletionTimestamp.Time
-			}
-			if o.Now.Sub(since) < o.MinAge {
-				continue
-			}
-			msg := fmt.Sprintf("holds %s but its workflow %s (uid %s) is gone", common.FinalizerPodStatus, pod.Labels[common.LabelKeyWorkflow], owner)
-			if owner == "" {
-				msg = fmt.Sprintf("holds %s but no Workflow owns it", common.FinalizerPodStatus)
-			}
-			if pod.DeletionTimestamp != nil {
-				msg += "; it is stuck Terminating"
-			}
-			res.Findings = append(res.Findings, Finding{Namespace: pod.Namespace, Workflow: pod.Labels[common.LabelKeyWorkflow], Object: obj,
-				Message: msg, Since: since, Repair: &Repair{Kind: RepairReleaseFinalizer, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-					Workflow: pod.Labels[common.LabelKeyWorkflow], WorkflowUID: owner}})
-			continue
-		}
-		wf := byUID[owner]
-		if wf == nil {
-			continue // its workflow exists but does not decode: nothing to say about its node
-		}
-		var since time.Time
-		var why string
-		n, ok := wf.Status.Nodes[inspect.NodeID(pod)]
-		switch {
-		case ok && fulfilled(&n):
-			since, why = n.FinishedAt.Time, fmt.Sprintf("its node %s is final (%s)", n.DisplayName, n.Phase)
-		case wf.Status.Phase.Completed():
-			since, why = wf.Status.FinishedAt.Time, fmt.Sprintf("its workflow %s", wf.Status.Phase)
-		default:
-			continue
-		}
-		if since.IsZero() || o.Now.Sub(since) < o.MinAge {
-			continue
-		}
-		res.Findings = append(res.Findings, Finding{Namespace: pod.Namespace, Workflow: wf.Name, Object: obj, Since: since,
-			Message: fmt.Sprintf("holds %s although %s; the controller releases it after persisting the node: is it running, and may it patch pods?",
-				common.FinalizerPodStatus, why)})
+	return byUID, exists
+}
+
+// heldForAGoneWorkflow is the repairable finding of a pod holding the finalizer whose workflow (owner; ""
+// when none owns it) is gone, once that is older than MinAge.
+func heldForAGoneWorkflow(pod *corev1.Pod, owner types.UID, o Options) (Finding, bool) {
+	since := pod.CreationTimestamp.Time
+	if pod.DeletionTimestamp != nil {
+		since = pod.DeletionTimestamp.Time
 	}
-	return res
+	if o.Now.Sub(since) < o.MinAge {
+		return Finding{}, false
+	}
+	msg := fmt.Sprintf("holds %s but its workflow %s (uid %s) is gone", common.FinalizerPodStatus, pod.Labels[common.LabelKeyWorkflow], owner)
+	if owner == "" {
+		msg = fmt.Sprintf("holds %s but no Workflow owns it", common.FinalizerPodStatus)
+	}
+	if pod.DeletionTimestamp != nil {
+		msg += "; it is stuck Terminating"
+	}
+	return Finding{Namespace: pod.Namespace, Workflow: pod.Labels[common.LabelKeyWorkflow], Object: "pod/" + pod.Name,
+		Message: msg, Since: since, Repair: &Repair{Kind: RepairReleaseFinalizer, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Workflow: pod.Labels[common.LabelKeyWorkflow], WorkflowUID: owner}}, true
+}
+
+// heldPastItsNode is the finding of a pod of wf still holding the finalizer longer than MinAge after its
+// node became final or wf completed: the controller's to release.
+func heldPastItsNode(pod *corev1.Pod, wf *wfv1.Workflow, o Options) (Finding, bool) {
+	var since time.Time
+	var why string
+	n, ok := wf.Status.Nodes[inspect.NodeID(pod)]
+	switch {
+	case ok && fulfilled(&n):
+		since, why = n.FinishedAt.Time, fmt.Sprintf("its node %s is final (%s)", n.DisplayName, n.Phase)
+	case wf.Status.Phase.Completed():
+		since, why = wf.Status.FinishedAt.Time, fmt.Sprintf("its workflow %s", wf.Status.Phase)
+	default:
+		return Finding{}, false
+	}
+	if since.IsZero() || o.Now.Sub(since) < o.MinAge {
+		return Finding{}, false
+	}
+	return Finding{Namespace: pod.Namespace, Workflow: wf.Name, Object: "pod/" + pod.Name, Since: since,
+		Message: fmt.Sprintf("holds %s although %s; the controller releases it after persisting the node: is it running, and may it patch pods?",
+			common.FinalizerPodStatus, why)}, true
 }
 
 // staleActions finds WorkflowActions without an outcome after the threshold.
@@ -241,60 +263,97 @@ func notReconciled(_ context.Context, _ *inspect.Clients, in *cluster, o Options
 	}
 	pods := podsByOwner(in.pods)
 	for _, w := range in.workflows {
-		wf := w.WF
-		if completed(wf) {
+		if completed(w.WF) {
 			continue
 		}
-		var signals []signal
-		if wf.Status.Phase == "" {
-			signals = append(signals, signal{wf.CreationTimestamp.Time, "no controller has picked it up (no status.phase)"})
+		signals := workflowSignals(w, pods[w.WF.UID], in.podsErr == nil, o)
+		if f, ok := unreconciled(w, signals, o); ok {
+			res.Findings = append(res.Findings, f)
 		}
-		byNode := explain.PodsByNode(wf, pods[wf.UID])
-		timeout, _ := taskresult.TimeoutFor(wf, o.TaskResultTimeout)
-		for _, id := range nodeIDs(wf) {
-			n := wf.Status.Nodes[id]
-			switch {
-			case n.Type == wfv1.NodeTypePod && taskresult.Waiting(&w.Ext, &n):
-				if since := taskresult.WaitStart(&w.Ext, &n); !since.IsZero() {
-					signals = append(signals, signal{since.Add(timeout), fmt.Sprintf("node %s waits for its task result past the %s timeout", n.DisplayName, timeout)})
-				}
-			case n.Type == wfv1.NodeTypePod && !n.Phase.Completed() && in.podsErr == nil:
-				if pod := byNode[id]; pod != nil && taskresult.PodEnded(pod) {
-					signals = append(signals, signal{inspect.PodEnd(pod), fmt.Sprintf("pod %s %s but node %s still says %s",
-						pod.Name, strings.ToLower(string(pod.Status.Phase)), n.DisplayName, n.Phase)})
-				}
-			case n.Type == wfv1.NodeTypeSuspend && n.Phase == wfv1.NodeRunning:
-				if t := explain.Template(wf, &n); t != nil && t.Suspend != nil && t.Suspend.Duration != "" {
-					if d, err := wfv1.ParseStringToDuration(t.Suspend.Duration); err == nil {
-						signals = append(signals, signal{n.StartedAt.Add(d), fmt.Sprintf("suspend node %s's duration %s passed", n.DisplayName, t.Suspend.Duration)})
-					}
-				}
-			}
-		}
-		if wf.Spec.ActiveDeadlineSeconds != nil && !wf.Status.StartedAt.IsZero() && wf.Status.Phase == wfv1.WorkflowRunning {
-			d := wf.Status.StartedAt.Add(time.Duration(*wf.Spec.ActiveDeadlineSeconds) * time.Second)
-			signals = append(signals, signal{d, "its activeDeadlineSeconds passed"})
-		}
-		var due []signal
-		for _, s := range signals {
-			if o.Now.Sub(s.at) >= o.UnreconciledAfter {
-				due = append(due, s)
-			}
-		}
-		if len(due) == 0 {
-			continue
-		}
-		sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-		msg := "no controller reaction: " + due[0].what
-		if len(due) > 1 {
-			msg += fmt.Sprintf(" (and %d more)", len(due)-1)
-		}
-		if !w.LastWrite.IsZero() {
-			msg += fmt.Sprintf("; last written %s", explain.Ago(o.Now, w.LastWrite))
-		}
-		res.Findings = append(res.Findings, Finding{Namespace: wf.Namespace, Workflow: wf.Name, Object: "workflow/" + wf.Name, Message: msg, Since: due[0].at})
 	}
 	return res
+}
+
+// workflowSignals are the signals of a workflow and its nodes, whether due or not; its pods are compared
+// with their nodes only when podsRead.
+func workflowSignals(w inspect.Workflow, pods []*corev1.Pod, podsRead bool, o Options) []signal {
+	wf := w.WF
+	var signals []signal
+	if wf.Status.Phase == "" {
+		signals = append(signals, signal{wf.CreationTimestamp.Time, "no controller has picked it up (no status.phase)"})
+	}
+	byNode := explain.PodsByNode(wf, pods)
+	timeout, _ := taskresult.TimeoutFor(wf, o.TaskResultTimeout)
+	for _, id := range nodeIDs(wf) {
+		n := wf.Status.Nodes[id]
+		if s, ok := nodeSignal(&w, &n, byNode[id], podsRead, timeout); ok {
+			signals = append(signals, s)
+		}
+	}
+	if wf.Spec.ActiveDeadlineSeconds != nil && !wf.Status.StartedAt.IsZero() && wf.Status.Phase == wfv1.WorkflowRunning {
+		d := wf.Status.StartedAt.Add(time.Duration(*wf.Spec.ActiveDeadlineSeconds) * time.Second)
+		signals = append(signals, signal{d, "its activeDeadlineSeconds passed"})
+	}
+	return signals
+}
+
+// nodeSignal is the signal of a node of w, if it has one: its wait for its task result, its ended pod
+// (nil when it has none or pods were not read), or its suspension's duration.
+func nodeSignal(w *inspect.Workflow, n *wfv1.NodeStatus, pod *corev1.Pod, podsRead bool, timeout time.Duration) (signal, bool) {
+	switch {
+	case n.Type == wfv1.NodeTypePod && taskresult.Waiting(&w.Ext, n):
+		since := taskresult.WaitStart(&w.Ext, n)
+		if since.IsZero() {
+			return signal{}, false
+		}
+		return signal{since.Add(timeout), fmt.Sprintf("node %s waits for its task result past the %s timeout", n.DisplayName, timeout)}, true
+	case n.Type == wfv1.NodeTypePod && !n.Phase.Completed() && podsRead:
+		if pod == nil || !taskresult.PodEnded(pod) {
+			return signal{}, false
+		}
+		return signal{inspect.PodEnd(pod), fmt.Sprintf("pod %s %s but node %s still says %s",
+			pod.Name, strings.ToLower(string(pod.Status.Phase)), n.DisplayName, n.Phase)}, true
+	case n.Type == wfv1.NodeTypeSuspend && n.Phase == wfv1.NodeRunning:
+		return suspendDurationSignal(w.WF, n)
+	}
+	return signal{}, false
+}
+
+// suspendDurationSignal is when a running suspend node's duration ends, if its template has one.
+func suspendDurationSignal(wf *wfv1.Workflow, n *wfv1.NodeStatus) (signal, bool) {
+	t := explain.Template(wf, n)
+	if t == nil || t.Suspend == nil || t.Suspend.Duration == "" {
+		return signal{}, false
+	}
+	d, err := wfv1.ParseStringToDuration(t.Suspend.Duration)
+	if err != nil {
+		return signal{}, false
+	}
+	return signal{n.StartedAt.Add(d), fmt.Sprintf("suspend node %s's duration %s passed", n.DisplayName, t.Suspend.Duration)}, true
+}
+
+// unreconciled is the finding of a workflow with signals due longer than UnreconciledAfter: the earliest
+// named, the others counted.
+func unreconciled(w inspect.Workflow, signals []signal, o Options) (Finding, bool) {
+	var due []signal
+	for _, s := range signals {
+		if o.Now.Sub(s.at) >= o.UnreconciledAfter {
+			due = append(due, s)
+		}
+	}
+	if len(due) == 0 {
+		return Finding{}, false
+	}
+	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
+	msg := "no controller reaction: " + due[0].what
+	if len(due) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(due)-1)
+	}
+	if !w.LastWrite.IsZero() {
+		msg += fmt.Sprintf("; last written %s", explain.Ago(o.Now, w.LastWrite))
+	}
+	wf := w.WF
+	return Finding{Namespace: wf.Namespace, Workflow: wf.Name, Object: "workflow/" + wf.Name, Message: msg, Since: due[0].at}, true
 }
 
 // executorRBAC asks the API server, for the service account each unfinished workflow's pods report

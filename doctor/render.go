@@ -35,64 +35,86 @@ func WriteHuman(w io.Writer, r Result) error {
 	p.f("wfguard doctor: %s at %s\n", scope, r.Now.UTC().Format(time.RFC3339))
 	repairable := 0
 	for _, c := range r.Checks {
-		status := "ok"
-		switch {
-		case len(c.Findings) == 1:
-			status = "1 problem"
-		case len(c.Findings) > 1:
-			status = fmt.Sprintf("%d problems", len(c.Findings))
-		case len(c.Skipped) > 0:
-			status = "not checked"
-		}
-		p.f("\n%s: %s\n", c.Name, status)
-		for _, f := range c.Findings {
-			where := f.Object
-			if f.Namespace != "" {
-				where = f.Namespace + " " + where
-			}
-			if f.Workflow != "" && f.Object != "workflow/"+f.Workflow {
-				where += " of workflow " + f.Workflow
-			}
-			p.f("  %s: %s", where, f.Message)
-			if !f.Since.IsZero() {
-				p.f(" (since %s, %s)", f.Since.UTC().Format(time.RFC3339), explain.Ago(r.Now, f.Since))
-			}
-			p.f("\n")
-			if f.Repair != nil {
-				repairable++
-				p.f("    repair: %s\n", f.Repair.Describe())
-			}
-		}
-		for _, s := range c.Skipped {
-			p.f("  skipped: %s\n", s)
-		}
+		repairable += p.check(c, r.Now)
 	}
 	if r.Fix != nil {
-		title := "Repairs"
-		if r.DryRun {
-			title = "Repairs (dry run: nothing changed; add --yes to apply)"
-		}
-		p.f("\n%s:\n", title)
-		if len(r.Fix) == 0 {
-			p.f("  none: no problem has a safe automatic repair\n")
-		}
-		for _, o := range r.Fix {
-			switch {
-			case r.DryRun:
-				p.f("  would %s\n", o.Repair.Describe())
-			case o.Applied && o.Error != "":
-				p.f("  done: %s; but %s\n", o.Repair.Describe(), o.Error)
-			case o.Applied:
-				p.f("  done: %s\n", o.Repair.Describe())
-			case o.Error != "":
-				p.f("  failed: %s: %s\n", o.Repair.Describe(), o.Error)
-			default:
-				p.f("  not needed: %s: %s\n", o.Repair.Describe(), o.Note)
-			}
-		}
+		p.repairs(r.Fix, r.DryRun)
 	}
 	p.f("\n%s\n", summary(r.Report, repairable))
 	return p.err
+}
+
+// check writes a check's block: its status, its findings with their repairs, what it skipped. It returns
+// how many findings have a repair.
+func (p *printer) check(c CheckResult, now time.Time) int {
+	p.f("\n%s: %s\n", c.Name, checkStatus(c))
+	repairable := 0
+	for _, f := range c.Findings {
+		p.f("  %s: %s", findingPlace(f), f.Message)
+		if !f.Since.IsZero() {
+			p.f(" (since %s, %s)", f.Since.UTC().Format(time.RFC3339), explain.Ago(now, f.Since))
+		}
+		p.f("\n")
+		if f.Repair != nil {
+			repairable++
+			p.f("    repair: %s\n", f.Repair.Describe())
+		}
+	}
+	for _, s := range c.Skipped {
+		p.f("  skipped: %s\n", s)
+	}
+	return repairable
+}
+
+func checkStatus(c CheckResult) string {
+	switch {
+	case len(c.Findings) == 1:
+		return "1 problem"
+	case len(c.Findings) > 1:
+		return fmt.Sprintf("%d problems", len(c.Findings))
+	case len(c.Skipped) > 0:
+		return "not checked"
+	}
+	return "ok"
+}
+
+// findingPlace names what a finding is about: the object, its namespace, and its workflow unless the
+// object is the workflow.
+func findingPlace(f Finding) string {
+	where := f.Object
+	if f.Namespace != "" {
+		where = f.Namespace + " " + where
+	}
+	if f.Workflow != "" && f.Object != "workflow/"+f.Workflow {
+		where += " of workflow " + f.Workflow
+	}
+	return where
+}
+
+// repairs writes the repairs' block: what a dry run would do, or what each repair did.
+func (p *printer) repairs(fix []Outcome, dryRun bool) {
+	title := "Repairs"
+	if dryRun {
+		title = "Repairs (dry run: nothing changed; add --yes to apply)"
+	}
+	p.f("\n%s:\n", title)
+	if len(fix) == 0 {
+		p.f("  none: no problem has a safe automatic repair\n")
+	}
+	for _, o := range fix {
+		switch {
+		case dryRun:
+			p.f("  would %s\n", o.Repair.Describe())
+		case o.Applied && o.Error != "":
+			p.f("  done: %s; but %s\n", o.Repair.Describe(), o.Error)
+		case o.Applied:
+			p.f("  done: %s\n", o.Repair.Describe())
+		case o.Error != "":
+			p.f("  failed: %s: %s\n", o.Repair.Describe(), o.Error)
+		default:
+			p.f("  not needed: %s: %s\n", o.Repair.Describe(), o.Note)
+		}
+	}
 }
 
 func summary(r Report, repairable int) string {

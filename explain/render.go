@@ -20,6 +20,19 @@ func WriteJSON(w io.Writer, t Tree) error {
 // in a sentence, pending actions and what could not be read.
 func WriteHuman(w io.Writer, t Tree) error {
 	p := &printer{w: w, now: t.Now}
+	p.workflow(t)
+	p.f("\n")
+	if err := writeNodeTable(w, t.Nodes); err != nil {
+		return err
+	}
+	p.waitsAndNotes(t.Nodes)
+	p.pendingActions(t.Actions)
+	p.notRead(t.Skipped)
+	return p.err
+}
+
+// workflow writes the workflow's own lines: its phase, message, times, state and what it waits on.
+func (p *printer) workflow(t Tree) {
 	phase := t.Phase
 	if phase == "" {
 		phase = "(no phase)"
@@ -42,11 +55,13 @@ func WriteHuman(w io.Writer, t Tree) error {
 	if t.Wait != nil {
 		p.f("  waits on %s\n", p.wait(t.Wait))
 	}
+}
 
-	p.f("\n")
+// writeNodeTable writes a row per node, its name indented as a tree, in aligned columns.
+func writeNodeTable(w io.Writer, nodes []Node) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tTYPE\tPHASE\tPOD\tPOD PHASE\tFINALIZER\tRESULT")
-	for i, n := range t.Nodes {
+	for i, n := range nodes {
 		pod, podPhase, fin := "-", "-", "-"
 		if n.Pod != nil {
 			pod, podPhase, fin = n.Pod.Name, n.Pod.Phase, n.Pod.Finalizer
@@ -54,14 +69,15 @@ func WriteHuman(w io.Writer, t Tree) error {
 				podPhase += " (deleting)"
 			}
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", treePrefix(t.Nodes, i), n.DisplayName, n.Type, orDash(n.Phase), pod, podPhase, fin, orDash(n.Result))
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", treePrefix(nodes, i), n.DisplayName, n.Type, orDash(n.Phase), pod, podPhase, fin, orDash(n.Result))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
+// waitsAndNotes writes every node's wait, then its notes when any node has some.
+func (p *printer) waitsAndNotes(nodes []Node) {
 	var waits, notes []string
-	for _, n := range t.Nodes {
+	for _, n := range nodes {
 		if n.Wait != nil {
 			waits = append(waits, fmt.Sprintf("%s (%s): %s", n.DisplayName, n.ID, p.wait(n.Wait)))
 		}
@@ -73,23 +89,30 @@ func WriteHuman(w io.Writer, t Tree) error {
 	if len(notes) > 0 {
 		p.section("Notes", notes, "")
 	}
-	var actions []string
-	for _, a := range t.Actions {
+}
+
+func (p *printer) pendingActions(actions []Action) {
+	var lines []string
+	for _, a := range actions {
 		line := fmt.Sprintf("%s %s, created %s", a.Name, a.Action, p.at(a.Created))
 		if a.Recorded {
 			line += ": applied and recorded in status.appliedActions; its outcome is still to be written"
 		}
-		actions = append(actions, line)
+		lines = append(lines, line)
 	}
-	p.section("Pending actions", actions, "none")
-	if len(t.Skipped) > 0 {
-		var skipped []string
-		for _, s := range t.Skipped {
-			skipped = append(skipped, "skipped: "+s)
-		}
-		p.section("Not read", skipped, "")
+	p.section("Pending actions", lines, "none")
+}
+
+// notRead writes what could not be read, when anything could not.
+func (p *printer) notRead(skipped []string) {
+	if len(skipped) == 0 {
+		return
 	}
-	return p.err
+	var lines []string
+	for _, s := range skipped {
+		lines = append(lines, "skipped: "+s)
+	}
+	p.section("Not read", lines, "")
 }
 
 type printer struct {

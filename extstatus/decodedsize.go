@@ -280,28 +280,7 @@ func (e *estimate) value(s *shape, depth int) bool {
 	}
 	switch s.kind {
 	case kindOwnBytes, kindOwnAny:
-		e.skipSpace()
-		start := e.pos
-		if !e.skip(depth) {
-			return false
-		}
-		e.charge(roundUp(int64(e.pos - start))) // the bytes it keeps
-		if s.kind == kindOwnBytes {
-			return true
-		}
-		end := e.pos
-		e.pos = start
-		if !e.value(anyShape, depth) { // the generic decoding it makes of them
-			return false
-		}
-		if s.elem != nil {
-			e.pos = start
-			if !e.value(s.elem, depth) {
-				return false
-			}
-		}
-		e.pos = end
-		return true
+		return e.decodedByItself(s, depth)
 	}
 	switch c := e.peek(); c {
 	case '{':
@@ -309,22 +288,7 @@ func (e *estimate) value(s *shape, depth int) bool {
 	case '[':
 		return e.array(s, depth)
 	case '"':
-		raw, ok := e.str(false)
-		if !ok {
-			return false
-		}
-		switch s.kind {
-		case kindString, kindSlice: // a []byte is base64: fewer bytes than the string
-			e.charge(roundUp(int64(len(raw))))
-		case kindAny:
-			e.charge(stringHeader + roundUp(int64(len(raw))))
-		case kindPointer:
-			e.charge(s.elem.size)
-			if s.elem.kind == kindString || s.elem.kind == kindAny {
-				e.charge(roundUp(int64(len(raw))))
-			}
-		}
-		return true
+		return e.stringInto(s)
 	case 'n':
 		return e.literal("null")
 	case 't':
@@ -334,14 +298,64 @@ func (e *estimate) value(s *shape, depth int) bool {
 	case 0:
 		return false
 	default:
-		if !e.number() {
+		return e.numberInto(s)
+	}
+}
+
+// decodedByItself reads a value of a type with its own decoder: the bytes it keeps and, for kindOwnAny,
+// the generic decoding it makes of them and its typed one, if any.
+func (e *estimate) decodedByItself(s *shape, depth int) bool {
+	e.skipSpace()
+	start := e.pos
+	if !e.skip(depth) {
+		return false
+	}
+	e.charge(roundUp(int64(e.pos - start))) // the bytes it keeps
+	if s.kind == kindOwnBytes {
+		return true
+	}
+	end := e.pos
+	e.pos = start
+	if !e.value(anyShape, depth) { // the generic decoding it makes of them
+		return false
+	}
+	if s.elem != nil {
+		e.pos = start
+		if !e.value(s.elem, depth) {
 			return false
 		}
-		if s.kind == kindAny {
-			e.charge(boxedNumber)
-		}
-		return e.chargePointer(s)
 	}
+	e.pos = end
+	return true
+}
+
+func (e *estimate) stringInto(s *shape) bool {
+	raw, ok := e.str(false)
+	if !ok {
+		return false
+	}
+	switch s.kind {
+	case kindString, kindSlice: // a []byte is base64: fewer bytes than the string
+		e.charge(roundUp(int64(len(raw))))
+	case kindAny:
+		e.charge(stringHeader + roundUp(int64(len(raw))))
+	case kindPointer:
+		e.charge(s.elem.size)
+		if s.elem.kind == kindString || s.elem.kind == kindAny {
+			e.charge(roundUp(int64(len(raw))))
+		}
+	}
+	return true
+}
+
+func (e *estimate) numberInto(s *shape) bool {
+	if !e.number() {
+		return false
+	}
+	if s.kind == kindAny {
+		e.charge(boxedNumber)
+	}
+	return e.chargePointer(s)
 }
 
 // chargePointer charges the target of a pointer to a scalar.
@@ -355,13 +369,9 @@ func (e *estimate) chargePointer(s *shape) bool {
 func (e *estimate) object(s *shape, depth int) bool {
 	e.pos++ // {
 	target := s
-	if s.kind == kindPointer { // a pointer to a struct or a map: its target is allocated
-		e.charge(s.elem.size)
-		target = s.elem
-		for target.kind == kindPointer {
-			e.charge(target.elem.size)
-			target = target.elem
-		}
+	for target.kind == kindPointer { // a pointer to a struct or a map: its target is allocated
+		e.charge(target.elem.size)
+		target = target.elem
 	}
 	switch target.kind {
 	case kindMap, kindAny:
@@ -372,53 +382,72 @@ func (e *estimate) object(s *shape, depth int) bool {
 		return true
 	}
 	for {
-		if e.peek() != '"' {
+		if !e.member(target, depth) {
 			return false
 		}
-		key, ok := e.str(true)
-		if !ok {
-			return false
-		}
-		if e.peek() != ':' {
-			return false
-		}
-		e.pos++
-		var child *shape
-		switch target.kind {
-		case kindStruct:
-			f, found := target.fieldNamed(key)
-			if found {
-				e.charge(f.via)
-				child = f.shape
-			}
-		case kindMap:
-			e.charge(mapSlotFactor*(target.key.size+min(target.elem.size, 8+maxInlineElem)) + roundUp(int64(len(key))))
-			if target.elem.size > maxInlineElem {
-				e.charge(target.elem.size) // the value is stored apart, the slot holds a pointer
-			}
-			child = target.elem
-		case kindAny:
-			e.charge(mapSlotFactor*(stringHeader+ifaceSize) + roundUp(int64(len(key))))
-			child = anyShape
-		}
-		if child == nil {
-			// A field encoding/json does not know, or a mismatched type: skipped, nothing allocated.
-			if !e.skip(depth + 1) {
-				return false
-			}
-		} else if !e.value(child, depth+1) {
-			return false
-		}
-		switch e.peek() {
-		case ',':
-			e.pos++
-		case '}':
-			e.pos++
-			return true
-		default:
-			return false
+		if more, ok := e.next('}'); !more {
+			return ok
 		}
 	}
+}
+
+// member reads one "key": value of an object decoded into target.
+func (e *estimate) member(target *shape, depth int) bool {
+	if e.peek() != '"' {
+		return false
+	}
+	key, ok := e.str(true)
+	if !ok {
+		return false
+	}
+	if e.peek() != ':' {
+		return false
+	}
+	e.pos++
+	child := e.memberSlot(target, key)
+	if child == nil {
+		// A field encoding/json does not know, or a mismatched type: skipped, nothing allocated.
+		return e.skip(depth + 1)
+	}
+	return e.value(child, depth+1)
+}
+
+// memberSlot charges what setting key in target allocates and returns the shape its value decodes into,
+// nil when it is not decoded.
+func (e *estimate) memberSlot(target *shape, key []byte) *shape {
+	switch target.kind {
+	case kindStruct:
+		f, found := target.fieldNamed(key)
+		if !found {
+			return nil
+		}
+		e.charge(f.via)
+		return f.shape
+	case kindMap:
+		e.charge(mapSlotFactor*(target.key.size+min(target.elem.size, 8+maxInlineElem)) + roundUp(int64(len(key))))
+		if target.elem.size > maxInlineElem {
+			e.charge(target.elem.size) // the value is stored apart, the slot holds a pointer
+		}
+		return target.elem
+	case kindAny:
+		e.charge(mapSlotFactor*(stringHeader+ifaceSize) + roundUp(int64(len(key))))
+		return anyShape
+	}
+	return nil
+}
+
+// next reads what follows a member or an element: a comma before another (more), or end, which closes
+// them (ok); anything else is not JSON.
+func (e *estimate) next(end byte) (more, ok bool) {
+	switch e.peek() {
+	case ',':
+		e.pos++
+		return true, true
+	case end:
+		e.pos++
+		return false, true
+	}
+	return false, false
 }
 
 // fieldNamed finds the field a key decodes into, as encoding/json does: exactly, else by folded name.
@@ -465,14 +494,8 @@ func (e *estimate) array(s *shape, depth int) bool {
 		if !ok {
 			return false
 		}
-		switch e.peek() {
-		case ',':
-			e.pos++
-		case ']':
-			e.pos++
-			return true
-		default:
-			return false
+		if more, ok := e.next(']'); !more {
+			return ok
 		}
 	}
 }

@@ -122,57 +122,100 @@ func ParseTerms(s string) ([]Term, error) {
 func parseTerm(part string) (Term, error) {
 	t := Term{}
 	orig := part
-	if n, rest, ok := strings.Cut(part, "*"); ok {
-		c, err := strconv.Atoi(n)
-		if err != nil || c < 1 {
-			return t, fmt.Errorf("term %q: count %q is not a positive integer", orig, n)
-		}
-		t.Count, part = c, rest
+	var err error
+	if t.Count, part, err = termCount(part); err != nil {
+		return t, fmt.Errorf("term %q: %w", orig, err)
 	}
-	if p, rest, ok := strings.Cut(part, "%"); ok {
-		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v <= 0 || v > 100 {
-			return t, fmt.Errorf("term %q: percent %q is not in (0, 100]", orig, p)
-		}
-		t.Percent, part = v, rest
+	if t.Percent, part, err = termPercent(part); err != nil {
+		return t, fmt.Errorf("term %q: %w", orig, err)
 	}
 	name, args, hasArgs := strings.Cut(part, "(")
 	if hasArgs && !strings.HasSuffix(args, ")") {
 		return t, fmt.Errorf("term %q: unclosed parenthesis", orig)
 	}
 	args = strings.TrimSuffix(args, ")")
-	switch name {
-	case ActionOff, ActionReset, ActionDrop, ActionPause, ActionCrash:
-		if args != "" {
-			return t, fmt.Errorf("term %q: %s takes no argument", orig, name)
-		}
-		t.Action = Action{Kind: name}
-	case ActionDelay, ActionNotifyDelay:
-		d, err := time.ParseDuration(args)
-		if err != nil || d <= 0 {
-			return t, fmt.Errorf("term %q: %s needs a positive duration, got %q", orig, name, args)
-		}
-		t.Action = Action{Kind: name, Delay: d}
-	case ActionError:
-		t.Action = Action{Kind: name}
-		if args == "" {
-			break // a point's failure; the api site requires a code (checked per site)
-		}
-		code, after, _ := strings.Cut(args, ",")
-		c, err := strconv.Atoi(strings.TrimSpace(code))
-		if err != nil || c < 400 || c > 599 {
-			return t, fmt.Errorf("term %q: error needs an HTTP status 400-599", orig)
-		}
-		t.Action.Code = c
-		if after != "" {
-			if t.Action.Delay, err = time.ParseDuration(strings.TrimSpace(after)); err != nil {
-				return t, fmt.Errorf("term %q: Retry-After %q: %v", orig, after, err)
-			}
-		}
-	default:
+	parse, ok := actionArgs[name]
+	if !ok {
 		return t, fmt.Errorf("term %q: unknown action %q (want off, error, delay(d), reset, drop, notify-delay(d), pause or crash)", orig, name)
 	}
+	if t.Action, err = parse(name, args); err != nil {
+		return t, fmt.Errorf("term %q: %w", orig, err)
+	}
 	return t, nil
+}
+
+// termCount reads a term's "N*" prefix, if any: how many calls the term lasts.
+func termCount(part string) (int, string, error) {
+	n, rest, ok := strings.Cut(part, "*")
+	if !ok {
+		return 0, part, nil
+	}
+	c, err := strconv.Atoi(n)
+	if err != nil || c < 1 {
+		return 0, part, fmt.Errorf("count %q is not a positive integer", n)
+	}
+	return c, rest, nil
+}
+
+// termPercent reads a term's "P%" prefix, if any: its chance to fire per call.
+func termPercent(part string) (float64, string, error) {
+	p, rest, ok := strings.Cut(part, "%")
+	if !ok {
+		return 0, part, nil
+	}
+	v, err := strconv.ParseFloat(p, 64)
+	if err != nil || v <= 0 || v > 100 {
+		return 0, part, fmt.Errorf("percent %q is not in (0, 100]", p)
+	}
+	return v, rest, nil
+}
+
+// actionArgs reads each action's argument (what is between its parentheses), by the action's name.
+var actionArgs = map[string]func(name, args string) (Action, error){
+	ActionOff:         noArgument,
+	ActionReset:       noArgument,
+	ActionDrop:        noArgument,
+	ActionPause:       noArgument,
+	ActionCrash:       noArgument,
+	ActionDelay:       durationArgument,
+	ActionNotifyDelay: durationArgument,
+	ActionError:       errorArguments,
+}
+
+func noArgument(name, args string) (Action, error) {
+	if args != "" {
+		return Action{}, fmt.Errorf("%s takes no argument", name)
+	}
+	return Action{Kind: name}, nil
+}
+
+func durationArgument(name, args string) (Action, error) {
+	d, err := time.ParseDuration(args)
+	if err != nil || d <= 0 {
+		return Action{}, fmt.Errorf("%s needs a positive duration, got %q", name, args)
+	}
+	return Action{Kind: name, Delay: d}, nil
+}
+
+// errorArguments reads error's "code[,retry-after]". Without them it is a point's failure; the api site
+// requires a code (checked per site).
+func errorArguments(name, args string) (Action, error) {
+	a := Action{Kind: name}
+	if args == "" {
+		return a, nil
+	}
+	code, after, _ := strings.Cut(args, ",")
+	c, err := strconv.Atoi(strings.TrimSpace(code))
+	if err != nil || c < 400 || c > 599 {
+		return a, fmt.Errorf("error needs an HTTP status 400-599")
+	}
+	a.Code = c
+	if after != "" {
+		if a.Delay, err = time.ParseDuration(strings.TrimSpace(after)); err != nil {
+			return a, fmt.Errorf("Retry-After %q: %v", after, err)
+		}
+	}
+	return a, nil
 }
 
 // field is one whitespace-separated word of a rule line and its 1-based column.
@@ -231,76 +274,104 @@ func ParseRules(r io.Reader, now time.Time) ([]*Rule, error) {
 }
 
 func parseRule(raw string, line int, now time.Time) (*Rule, error) {
-	bad := func(col int, format string, args ...any) error {
-		return &PositionError{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
-	}
 	colon := strings.Index(raw, ":")
 	if colon < 0 {
-		return nil, bad(1, "want `name site match... : terms`, got %q", strings.TrimSpace(raw))
+		return nil, refusal(line, 1, "want `name site match... : terms`, got %q", strings.TrimSpace(raw))
 	}
 	head, tail := fieldsAt(raw[:colon], 1), fieldsAt(raw[colon+1:], colon+2)
 	if len(head) < 2 {
-		return nil, bad(1, "want a name and a site (api, informer or point) before the colon")
+		return nil, refusal(line, 1, "want a name and a site (api, informer or point) before the colon")
 	}
-	site := head[1].text
-	if siteActions[site] == nil {
-		return nil, bad(head[1].col, "unknown site %q (want api, informer or point)", site)
+	site := head[1]
+	if siteActions[site.text] == nil {
+		return nil, refusal(line, site.col, "unknown site %q (want api, informer or point)", site.text)
 	}
-	rule := &Rule{Name: head[0].text, Site: site, Match: map[string]string{}, Line: line, Text: strings.TrimSpace(raw)}
-	for _, f := range head[2:] {
-		k, v, ok := strings.Cut(f.text, "=")
-		if !ok || !contains(siteKeys[site], k) || v == "" {
-			return nil, bad(f.col, "match %q: site %s takes %s", f.text, site, strings.Join(keysEq(siteKeys[site]), ", "))
-		}
-		rule.Match[k] = v
-	}
-	switch {
-	case site == SiteInformer && rule.Match["resource"] == "":
-		return nil, bad(head[1].col, "an informer rule needs resource= (workflows, pods, workflowtaskresults, workflowactions)")
-	case site == SitePoint && rule.Match["name"] == "":
-		return nil, bad(head[1].col, "a point rule needs name= (%s, %s, %s, %s or %s)",
-			PointAfterWorkflowPersist, PointBeforeActionStatus, PointBeforeFinalizerRelease, PointDuringRetryCleanup, PointWorker)
+	rule := &Rule{Name: head[0].text, Site: site.text, Match: map[string]string{}, Line: line, Text: strings.TrimSpace(raw)}
+	if err := rule.setMatch(head[2:], site.col); err != nil {
+		return nil, err
 	}
 	if len(tail) == 0 {
-		return nil, bad(colon+2, "no terms after the colon")
+		return nil, refusal(line, colon+2, "no terms after the colon")
 	}
-	terms, err := ParseTerms(tail[0].text)
+	if err := rule.setTerms(tail[0]); err != nil {
+		return nil, err
+	}
+	if err := rule.setOptions(tail[1:], now); err != nil {
+		return nil, err
+	}
+	if rule.hasAction(ActionPause) && rule.Until.IsZero() {
+		return nil, refusal(line, tail[0].col, "a pause holds until its rule ends: add for=DURATION")
+	}
+	return rule, nil
+}
+
+// refusal refuses the rule on line at column col.
+func refusal(line, col int, format string, args ...any) error {
+	return &PositionError{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// setMatch reads the rule's key=value words and refuses a rule without the key its site needs; siteCol
+// locates that refusal.
+func (r *Rule) setMatch(words []field, siteCol int) error {
+	for _, f := range words {
+		k, v, ok := strings.Cut(f.text, "=")
+		if !ok || !contains(siteKeys[r.Site], k) || v == "" {
+			return refusal(r.Line, f.col, "match %q: site %s takes %s", f.text, r.Site, strings.Join(keysEq(siteKeys[r.Site]), ", "))
+		}
+		r.Match[k] = v
+	}
+	switch {
+	case r.Site == SiteInformer && r.Match["resource"] == "":
+		return refusal(r.Line, siteCol, "an informer rule needs resource= (workflows, pods, workflowtaskresults, workflowactions)")
+	case r.Site == SitePoint && r.Match["name"] == "":
+		return refusal(r.Line, siteCol, "a point rule needs name= (%s, %s, %s, %s or %s)",
+			PointAfterWorkflowPersist, PointBeforeActionStatus, PointBeforeFinalizerRelease, PointDuringRetryCleanup, PointWorker)
+	}
+	return nil
+}
+
+// setTerms reads the rule's terms, remembers each one's column, and refuses those its site cannot perform.
+func (r *Rule) setTerms(terms field) error {
+	parsed, err := ParseTerms(terms.text)
 	if err != nil {
 		if te, ok := err.(*termError); ok {
-			return nil, bad(tail[0].col+te.off, "%s", te.msg)
+			return refusal(r.Line, terms.col+te.off, "%s", te.msg)
 		}
-		return nil, bad(tail[0].col, "%v", err)
+		return refusal(r.Line, terms.col, "%v", err)
 	}
-	rule.Terms = terms
+	r.Terms = parsed
 	off := 0
-	for _, raw := range strings.Split(tail[0].text, "->") {
-		rule.termCols = append(rule.termCols, tail[0].col+off)
+	for _, raw := range strings.Split(terms.text, "->") {
+		r.termCols = append(r.termCols, terms.col+off)
 		off += len(raw) + len("->")
 	}
-	if err := checkSiteTerms(rule); err != nil {
-		return nil, bad(tail[0].col, "%v", err)
+	if err := checkSiteTerms(r); err != nil {
+		return refusal(r.Line, terms.col, "%v", err)
 	}
-	for _, opt := range tail[1:] {
+	return nil
+}
+
+// setOptions reads the words after the terms: max=N and for=DURATION (from now).
+func (r *Rule) setOptions(opts []field, now time.Time) error {
+	for _, opt := range opts {
 		k, v, _ := strings.Cut(opt.text, "=")
 		switch k {
 		case "max":
-			if rule.Max, err = strconv.Atoi(v); err != nil || rule.Max < 1 {
-				return nil, bad(opt.col, "max=%q is not a positive integer", v)
+			var err error
+			if r.Max, err = strconv.Atoi(v); err != nil || r.Max < 1 {
+				return refusal(r.Line, opt.col, "max=%q is not a positive integer", v)
 			}
 		case "for":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, bad(opt.col, "for=%q is not a positive duration", v)
+				return refusal(r.Line, opt.col, "for=%q is not a positive duration", v)
 			}
-			rule.Until = now.Add(d)
+			r.Until = now.Add(d)
 		default:
-			return nil, bad(opt.col, "unknown option %q (want max= or for=)", opt.text)
+			return refusal(r.Line, opt.col, "unknown option %q (want max= or for=)", opt.text)
 		}
 	}
-	if rule.hasAction(ActionPause) && rule.Until.IsZero() {
-		return nil, bad(tail[0].col, "a pause holds until its rule ends: add for=DURATION")
-	}
-	return rule, nil
+	return nil
 }
 
 // checkSiteTerms refuses actions a site cannot perform and informer rules mixing the watch and notify stages.

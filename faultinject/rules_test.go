@@ -2,6 +2,7 @@ package faultinject
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,68 @@ func TestARuleStopsBeingActiveWhenItExpiresOrIsExhausted(t *testing.T) {
 	in.decide(SiteAPI, "", map[string]string{"verb": "list"}, nil)
 	if rules[1].active(now) || rules[2].active(now) {
 		t.Errorf("exhausted rules stay active: counted %v parked %v", rules[1].active(now), rules[2].active(now))
+	}
+}
+
+// Pins each refusal word for word, with its position: TestBadRulesAreRefusedAtTheirExactPosition names the
+// words that matter, this one that nothing else changed.
+func TestEveryRefusalOfARuleReadsExactlyAsBefore(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"x api : explode", `fault rule line 1 col 9: term "explode": unknown action "explode" (want off, error, delay(d), reset, drop, notify-delay(d), pause or crash)`},
+		{"x api : 0*error(500)", `fault rule line 1 col 9: term "0*error(500)": count "0" is not a positive integer`},
+		{"x api : x*error(500)", `fault rule line 1 col 9: term "x*error(500)": count "x" is not a positive integer`},
+		{"x api : 150%error(500)", `fault rule line 1 col 9: term "150%error(500)": percent "150" is not in (0, 100]`},
+		{"x api : abc%error(500)", `fault rule line 1 col 9: term "abc%error(500)": percent "abc" is not in (0, 100]`},
+		{"x api : error(200)", `fault rule line 1 col 9: term "error(200)": error needs an HTTP status 400-599`},
+		{"x api : error(abc)", `fault rule line 1 col 9: term "error(abc)": error needs an HTTP status 400-599`},
+		{"x api : error(429,soon)", `fault rule line 1 col 9: term "error(429,soon)": Retry-After "soon": time: invalid duration "soon"`},
+		{"x api : error", `fault rule line 1 col 9: an api error needs an HTTP status: error(500)`},
+		{"x api : delay(soon)", `fault rule line 1 col 9: term "delay(soon)": delay needs a positive duration, got "soon"`},
+		{"x api : delay(-1s)", `fault rule line 1 col 9: term "delay(-1s)": delay needs a positive duration, got "-1s"`},
+		{"x informer resource=pods : notify-delay()", `fault rule line 1 col 28: term "notify-delay()": notify-delay needs a positive duration, got ""`},
+		{"x api : reset(1)", `fault rule line 1 col 9: term "reset(1)": reset takes no argument`},
+		{"x api : error(500", `fault rule line 1 col 9: term "error(500": unclosed parenthesis`},
+		{"x api : drop", `fault rule line 1 col 9: action drop is not available at site api (want off, error, delay, reset)`},
+		{"x api : 2*error(500)->reset->boom", `fault rule line 1 col 30: term "boom": unknown action "boom" (want off, error, delay(d), reset, drop, notify-delay(d), pause or crash)`},
+		{"x disk : error(500)", `fault rule line 1 col 3: unknown site "disk" (want api, informer or point)`},
+		{"x api color=red : error(500)", `fault rule line 1 col 7: match "color=red": site api takes verb=, resource=, namespace=, name=`},
+		{"x api verb= : error(500)", `fault rule line 1 col 7: match "verb=": site api takes verb=, resource=, namespace=, name=`},
+		{"x informer : delay(1s)", `fault rule line 1 col 3: an informer rule needs resource= (workflows, pods, workflowtaskresults, workflowactions)`},
+		{"x informer resource=pods verb=get : drop", `fault rule line 1 col 26: match "verb=get": site informer takes resource=, namespace=, name=`},
+		{"x informer resource=pods : delay(1s)->notify-delay(1s)",
+			`fault rule line 1 col 28: an informer rule faults either the watch (delay, drop, reset) or the handlers (notify-delay), not both: use two rules`},
+		{"x point : crash",
+			`fault rule line 1 col 3: a point rule needs name= (after-workflow-persist, before-action-status, before-finalizer-release, during-retry-cleanup or worker)`},
+		{"x point name=worker : error(500)", `fault rule line 1 col 23: a point error takes no status: error`},
+		{"x point name=worker : pause", `fault rule line 1 col 23: a pause holds until its rule ends: add for=DURATION`},
+		{"x api verb=get", "fault rule line 1 col 1: want `name site match... : terms`, got \"x api verb=get\""},
+		{"api : error(500)", `fault rule line 1 col 1: want a name and a site (api, informer or point) before the colon`},
+		{"x api :", `fault rule line 1 col 8: no terms after the colon`},
+		{"x api : error(500) forever", `fault rule line 1 col 20: unknown option "forever" (want max= or for=)`},
+		{"x api : error(500) for=-1m", `fault rule line 1 col 20: for="-1m" is not a positive duration`},
+		{"x api : error(500) for=soon", `fault rule line 1 col 20: for="soon" is not a positive duration`},
+		{"\n\n  x api : error(500) max=0", `fault rule line 3 col 22: max="0" is not a positive integer`},
+		{"x api : error(500) max=x", `fault rule line 1 col 20: max="x" is not a positive integer`},
+		{"x api : error(500)\nx api : error(503)", `fault rule line 2 col 1: rule name "x" is already used on line 1`},
+	} {
+		_, err := ParseRules(strings.NewReader(tc.text), time.Now())
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n got %v\nwant %s", tc.text, err, tc.want)
+		}
+	}
+}
+
+func TestARulesOptionsBoundItAndItsTermsKeepTheirColumns(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rules, err := ParseRules(strings.NewReader("p point name=worker :  1*delay(1s)->pause->off  max=3 for=90s"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rules[0]
+	if r.Max != 3 || !r.Until.Equal(now.Add(90*time.Second)) {
+		t.Errorf("max %d until %v, want 3 and %v", r.Max, r.Until, now.Add(90*time.Second))
+	}
+	if want := []int{24, 37, 44}; !slices.Equal(r.termCols, want) {
+		t.Errorf("term columns %v, want %v", r.termCols, want)
 	}
 }
