@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/wfguard/wfguard/bench"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -53,6 +59,58 @@ func TestACommandLineThatCannotRunSaysWhyAndExitsBeforeAnyScenario(t *testing.T)
 					!strings.Contains(usage, "\n  -cpuprofile string\n") || !strings.Contains(usage, "\n  -out string\n") {
 					t.Errorf("stderr = %q, want %q and the usage with every flag", got, tc.wantErr)
 				}
+			}
+		})
+	}
+}
+
+// TestTheReportIsPrintedAndSavedWhereOutSays pins what follows a run: the report and its time on stdout,
+// then the JSON file under --out and where it went, or why it could not be written.
+func TestTheReportIsPrintedAndSavedWhereOutSays(t *testing.T) {
+	date := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(t.TempDir(), "results")
+	for _, tc := range []struct {
+		name     string
+		out      string
+		wantCode int
+		// wantTail ends stdout; wantErr is all of stderr.
+		wantTail string
+		wantErr  string
+	}{
+		{name: "no --out prints the report only", out: "", wantTail: "\nbench finished in 0s\n"},
+		{name: "--out creates its directory and names the file written there", out: saved,
+			wantTail: "\nbench finished in 0s\nreport written to " + filepath.Join(saved, "2026-01-02T030405Z.json") + "\n"},
+		{name: "an --out that cannot be a directory says why", out: filepath.Join(blocked, "results"), wantCode: 1,
+			wantTail: "\nbench finished in 0s\n", wantErr: "wfguard-bench: mkdir " + blocked + ": not a directory\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			report := &bench.Report{Date: date}
+			if code := writeReport(report, tc.out, time.Now(), &stdout, &stderr); code != tc.wantCode {
+				t.Errorf("exit code = %d, want %d", code, tc.wantCode)
+			}
+			var text bytes.Buffer
+			report.WriteText(&text)
+			if got := stdout.String(); got != text.String()+tc.wantTail {
+				t.Errorf("stdout = %q, want the report then %q", got, tc.wantTail)
+			}
+			if got := stderr.String(); got != tc.wantErr {
+				t.Errorf("stderr = %q, want %q", got, tc.wantErr)
+			}
+			if tc.out == "" || tc.wantCode != 0 {
+				return
+			}
+			data, err := os.ReadFile(filepath.Join(tc.out, "2026-01-02T030405Z.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back bench.Report
+			if err := json.Unmarshal(data, &back); err != nil || !back.Date.Equal(date) {
+				t.Errorf("saved report = %s (%v), want the report of %s", data, err, date)
 			}
 		})
 	}
