@@ -23,15 +23,76 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) (code int) {
-	o := bench.Defaults()
+// run reads the command line, runs the scenarios and reports them; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	inv, ok := parseArgs(args, stderr)
+	if !ok {
+		return 2
+	}
+	inv.opts.Progress = stderr
+	if inv.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(inv.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	begin := time.Now()
+	report, runErr := bench.Run(ctx, inv.opts)
+	if report == nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
+		return 1
+	}
+	code := writeReport(report, inv.out, begin, stdout, stderr)
+	// A failed scenario still leaves the others' figures: print and keep them, then exit non-zero.
+	if runErr != nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
+		code = 1
+	}
+	return code
+}
+
+// invocation is what the command line asks for: the bench's options and what this command does around them.
+type invocation struct {
+	opts bench.Options
+	// controllers and only are the comma-separated lists of --controllers and --only, read into opts.
+	controllers string
+	only        string
+	out         string
+	cpuProfile  string
+}
+
+// parseArgs reads the command line; when it cannot run, it has said why on stderr and returns false.
+func parseArgs(args []string, stderr io.Writer) (*invocation, bool) {
+	inv := &invocation{opts: bench.Defaults()}
 	fs := flag.NewFlagSet("wfguard-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wfguard-bench [flags]\n\nRuns the benchmark scenarios on an embedded etcd + kube-apiserver with the simulated node,\nprints a report and writes it as JSON.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	controllers := fs.String("controllers", strings.Join(o.Controllers, ","), "comma-separated controllers to measure, each as its own process: wfguard (bin/wfguard controller), argo (stock bin/workflow-controller from make argo-tools)")
+	inv.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "wfguard-bench: unexpected arguments %v\n", fs.Args())
+		return nil, false
+	}
+	if err := inv.readLists(); err != nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+		return nil, false
+	}
+	return inv, true
+}
+
+// define declares every flag into inv; the bench's options default to those inv holds.
+func (inv *invocation) define(fs *flag.FlagSet) {
+	o := &inv.opts
+	fs.StringVar(&inv.controllers, "controllers", strings.Join(o.Controllers, ","), "comma-separated controllers to measure, each as its own process: wfguard (bin/wfguard controller), argo (stock bin/workflow-controller from make argo-tools)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "controller reconcile workers (--workflow-workers of both controllers)")
 	fs.IntVar(&o.QPS, "qps", o.QPS, "API client queries per second of both controllers (--qps)")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "API client burst of both controllers (--burst)")
@@ -57,85 +118,80 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	fs.IntVar(&o.MemoryWorkflows, "memory-workflows", o.MemoryWorkflows, "memory: completed workflows cached")
 	fs.IntVar(&o.MemoryPodsPerWorkflow, "memory-pods-per-workflow", o.MemoryPodsPerWorkflow, "memory: finished pods (Succeeded, released, labelled completed) per completed workflow")
 	fs.StringVar(&o.ControllerBinary, "controller-binary", "bin/wfguard", "wfguard binary run as the controller under test")
-	only := fs.String("only", "", "comma-separated scenarios to run: latency,throughput,hostile,actions,orphans,lateresults,scale,memory (default all)")
-	out := fs.String("out", "bench/results", "directory for <date>.json (\"\" writes none)")
+	fs.StringVar(&inv.only, "only", "", "comma-separated scenarios to run: latency,throughput,hostile,actions,orphans,lateresults,scale,memory (default all)")
+	fs.StringVar(&inv.out, "out", "bench/results", "directory for <date>.json (\"\" writes none)")
 	fs.StringVar(&o.LogDir, "logs", "", "keep the controllers' logs and kubeconfigs, and the simulated node's log (simnode.log), in this directory, with wfguard's CPU and heap profiles and /metrics of the throughput scenario, the API server's CPU profile and its /metrics before and after every throughput run (the API server then starts with --profiling), wfguard's /metrics before and after the actions scenario's bursts, and its heap after the scale scenario (default: a temp dir removed at the end)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (observer, API proxies, simulated node and raw client; not the controllers) to this file")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "wfguard-bench: unexpected arguments %v\n", fs.Args())
-		return 2
-	}
-	if *only != "" {
-		o.Only = strings.Split(*only, ",")
-		for _, s := range o.Only {
+	fs.StringVar(&inv.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (observer, API proxies, simulated node and raw client; not the controllers) to this file")
+}
+
+// readLists reads --only and --controllers into the options, refusing a name the bench does not know.
+func (inv *invocation) readLists() error {
+	if inv.only != "" {
+		inv.opts.Only = strings.Split(inv.only, ",")
+		for _, s := range inv.opts.Only {
 			if !bench.IsScenario(s) {
-				fmt.Fprintf(stderr, "wfguard-bench: unknown scenario %q in --only\n", s)
-				return 2
+				return fmt.Errorf("unknown scenario %q in --only", s)
 			}
 		}
 	}
-	o.Controllers = nil
-	for _, c := range strings.Split(*controllers, ",") {
+	inv.opts.Controllers = nil
+	for _, c := range strings.Split(inv.controllers, ",") {
 		if !bench.IsController(c) {
-			fmt.Fprintf(stderr, "wfguard-bench: unknown controller %q in --controllers (want %s)\n", c, strings.Join(bench.Controllers, ","))
-			return 2
+			return fmt.Errorf("unknown controller %q in --controllers (want %s)", c, strings.Join(bench.Controllers, ","))
 		}
-		o.Controllers = append(o.Controllers, c)
+		inv.opts.Controllers = append(inv.opts.Controllers, c)
 	}
-	o.Progress = stderr
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: starting the CPU profile: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	return nil
+}
+
+// startCPUProfile profiles the bench process into path; the returned func stops and writes the profile.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	begin := time.Now()
-	report, runErr := bench.Run(ctx, o)
-	if report == nil {
-		fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
-		return 1
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
 	}
-	// A failed scenario still leaves the others' figures: print and keep them, then exit non-zero.
-	defer func() {
-		if runErr != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: %v\n", runErr)
-			code = 1
-		}
-	}()
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// writeReport prints the report and, unless out is "", saves it as JSON there; it returns the exit code.
+func writeReport(report *bench.Report, out string, begin time.Time, stdout, stderr io.Writer) int {
 	report.WriteText(stdout)
 	fmt.Fprintf(stdout, "\nbench finished in %s\n", time.Since(begin).Round(time.Second))
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
-			return 1
-		}
-		path := filepath.Join(*out, report.Date.Format("2006-01-02T150405Z")+".json")
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
-			return 1
-		}
-		werr := report.WriteJSON(f)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			fmt.Fprintf(stderr, "wfguard-bench: writing %s: %v\n", path, werr)
-			return 1
-		}
-		fmt.Fprintf(stdout, "report written to %s\n", path)
+	if out == "" {
+		return 0
 	}
+	path, err := saveJSON(report, out)
+	if err != nil {
+		fmt.Fprintf(stderr, "wfguard-bench: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "report written to %s\n", path)
 	return 0
+}
+
+// saveJSON writes the report as <date>.json in dir, which it creates if need be, and returns the file's path.
+func saveJSON(report *bench.Report, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, report.Date.Format("2006-01-02T150405Z")+".json")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	werr := report.WriteJSON(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return "", fmt.Errorf("writing %s: %w", path, werr)
+	}
+	return path, nil
 }

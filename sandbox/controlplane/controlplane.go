@@ -107,28 +107,16 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// startOnce starts each component in turn on the ports it picks. On error it stops what did start and
+// removes its dir, and a port taken meanwhile comes back as a *portInUseError for Start to retry.
 func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	etcdBin, err := checkBinary(opts.BinDir, opts.Root, EtcdBinary)
+	bins, err := findBinaries(opts)
 	if err != nil {
 		return nil, err
 	}
-	apiBin, err := checkBinary(opts.BinDir, opts.Root, KubeAPIServerBinary)
+	dir, err := newControlPlaneDir(opts.Logf)
 	if err != nil {
 		return nil, err
-	}
-	kcmBin := ""
-	if opts.ControllerManager {
-		if kcmBin, err = checkBinary(opts.BinDir, opts.Root, KubeControllerManagerBinary); err != nil {
-			return nil, err
-		}
-	}
-	sweepStaleDirs(opts.Logf)
-	if err := os.MkdirAll(tempRoot(), 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", tempRoot(), err)
-	}
-	dir, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("cp-%d-", os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("creating the control plane's temp dir: %w", err)
 	}
 	cp = &ControlPlane{dir: dir, opts: opts}
 	defer func() {
@@ -144,19 +132,83 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 	if err != nil {
 		return cp, err
 	}
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	cp.etcd, err = StartProcess("etcd", etcdBin, filepath.Join(dir, "etcd.log"), []string{
-		"--name=default", "--data-dir=" + filepath.Join(dir, "etcd"),
+	etcdURL, err := cp.startEtcd(ctx, bins.etcd, ports[0], ports[1])
+	if err != nil {
+		return cp, err
+	}
+	token, err := cp.createCredentials()
+	if err != nil {
+		return cp, err
+	}
+	if err := cp.startAPIServer(ctx, bins.apiserver, ports[2], etcdURL, token); err != nil {
+		return cp, err
+	}
+	if opts.CRDDir != "-" {
+		if err := InstallCRDs(ctx, cp.config, opts.CRDDir, opts.ReadyTimeout); err != nil {
+			return cp, err
+		}
+	}
+	if bins.controllerManager != "" {
+		if err := cp.startControllerManager(bins.controllerManager); err != nil {
+			return cp, err
+		}
+	}
+	return cp, nil
+}
+
+// componentBinaries are the paths of the binaries a control plane runs; controllerManager is "" unless
+// Options.ControllerManager asks for it.
+type componentBinaries struct {
+	etcd, apiserver, controllerManager string
+}
+
+// findBinaries checks that every binary the options ask for is built and current, before anything starts.
+func findBinaries(opts Options) (componentBinaries, error) {
+	var bins componentBinaries
+	var err error
+	if bins.etcd, err = checkBinary(opts.BinDir, opts.Root, EtcdBinary); err != nil {
+		return bins, err
+	}
+	if bins.apiserver, err = checkBinary(opts.BinDir, opts.Root, KubeAPIServerBinary); err != nil {
+		return bins, err
+	}
+	if opts.ControllerManager {
+		if bins.controllerManager, err = checkBinary(opts.BinDir, opts.Root, KubeControllerManagerBinary); err != nil {
+			return bins, err
+		}
+	}
+	return bins, nil
+}
+
+// newControlPlaneDir creates the control plane's temp dir, first removing those of test binaries that died.
+func newControlPlaneDir(logf func(string, ...any)) (string, error) {
+	sweepStaleDirs(logf)
+	if err := os.MkdirAll(tempRoot(), 0o700); err != nil {
+		return "", fmt.Errorf("creating %s: %w", tempRoot(), err)
+	}
+	dir, err := os.MkdirTemp(tempRoot(), fmt.Sprintf("cp-%d-", os.Getpid()))
+	if err != nil {
+		return "", fmt.Errorf("creating the control plane's temp dir: %w", err)
+	}
+	return dir, nil
+}
+
+// startEtcd starts etcd on clientPort and peerPort and waits until it is healthy; it returns its client URL.
+func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, clientPort, peerPort int) (string, error) {
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	var err error
+	cp.etcd, err = StartProcess("etcd", bin, filepath.Join(cp.dir, "etcd.log"), []string{
+		"--name=default", "--data-dir=" + filepath.Join(cp.dir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL, "--unsafe-no-fsync=true",
 		"--listen-metrics-urls=", "--log-level=warn",
 	}, nil)
 	if err != nil {
-		return cp, err
+		return "", err
 	}
-	if err := waitFor(ctx, cp.etcd, opts.ReadyTimeout, func(c *http.Client) bool {
+	if err := waitFor(ctx, cp.etcd, cp.opts.ReadyTimeout, func(c *http.Client) bool {
 		resp, err := c.Get(etcdURL + "/health")
 		if err != nil {
 			return false
@@ -164,34 +216,55 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, &http.Client{Timeout: 2 * time.Second}); err != nil {
-		return cp, fmt.Errorf("waiting for etcd on %s: %w", etcdURL, err)
+		return "", fmt.Errorf("waiting for etcd on %s: %w", etcdURL, err)
 	}
+	return etcdURL, nil
+}
 
+// createCredentials writes a new admin token and the service-account key pair into the control plane's
+// dir, for kube-apiserver to start with; it returns the token.
+func (cp *ControlPlane) createCredentials() (string, error) {
 	token, err := randomHex(16)
 	if err != nil {
-		return cp, err
+		return "", err
 	}
-	if err := writeCredentials(dir, token); err != nil {
-		return cp, err
+	if err := writeCredentials(cp.dir, token); err != nil {
+		return "", err
 	}
-	apiPort := ports[2]
-	certDir := filepath.Join(dir, "certs")
-	cp.apiserver, err = StartProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), append([]string{
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
+	return token, nil
+}
+
+// startAPIServer starts kube-apiserver on port, backed by etcdURL and admitting token as the admin, waits
+// until it is ready and writes the admin kubeconfig.
+func (cp *ControlPlane) startAPIServer(ctx context.Context, bin string, port int, etcdURL, token string) error {
+	certDir := filepath.Join(cp.dir, "certs")
+	var err error
+	cp.apiserver, err = StartProcess("kube-apiserver", bin, filepath.Join(cp.dir, "kube-apiserver.log"), append([]string{
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--etcd-servers=" + etcdURL, "--cert-dir=" + certDir,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"),
-		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
+		"--service-account-key-file=" + filepath.Join(cp.dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(cp.dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
-		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"), "--anonymous-auth=false",
+		"--token-auth-file=" + filepath.Join(cp.dir, "tokens.csv"), "--anonymous-auth=false",
 		"--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
-	}, opts.ExtraAPIServerArgs...), nil)
+	}, cp.opts.ExtraAPIServerArgs...), nil)
 	if err != nil {
-		return cp, err
+		return err
 	}
-	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	host := "https://127.0.0.1:" + strconv.Itoa(port)
+	if err := cp.waitForAPIServer(ctx, host, token, certDir); err != nil {
+		return err
+	}
+	cp.Kubeconfig = filepath.Join(cp.dir, "kubeconfig")
+	return writeKubeconfig(cp.Kubeconfig, cp.config)
+}
+
+// waitForAPIServer polls the apiserver's /readyz at host until it is ready, and sets the control plane's
+// admin config once the apiserver has written its serving certificate into certDir.
+func (cp *ControlPlane) waitForAPIServer(ctx context.Context, host, token, certDir string) error {
 	var client *http.Client
-	if err := waitFor(ctx, cp.apiserver, opts.ReadyTimeout, func(*http.Client) bool {
+	if err := waitFor(ctx, cp.apiserver, cp.opts.ReadyTimeout, func(*http.Client) bool {
 		if client == nil {
 			// The serving certificate appears in certDir once the apiserver has generated it.
 			ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
@@ -217,33 +290,26 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, nil); err != nil {
-		return cp, fmt.Errorf("waiting for kube-apiserver /readyz on %s: %w", host, err)
+		return fmt.Errorf("waiting for kube-apiserver /readyz on %s: %w", host, err)
 	}
 	if client != nil {
 		client.CloseIdleConnections()
 	}
-	cp.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(cp.Kubeconfig, cp.config); err != nil {
-		return cp, err
-	}
-	if opts.CRDDir != "-" {
-		if err := InstallCRDs(ctx, cp.config, opts.CRDDir, opts.ReadyTimeout); err != nil {
-			return cp, err
-		}
-	}
-	if kcmBin != "" {
-		cp.kcm, err = StartProcess("kube-controller-manager", kcmBin, filepath.Join(dir, "kube-controller-manager.log"), []string{
-			"--kubeconfig=" + cp.Kubeconfig, "--authentication-kubeconfig=" + cp.Kubeconfig,
-			"--authorization-kubeconfig=" + cp.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
-			"--leader-elect=false", "--controllers=garbagecollector,namespace,serviceaccount",
-			"--service-account-private-key-file=" + filepath.Join(dir, "sa.key"),
-			"--use-service-account-credentials=false",
-		}, nil)
-		if err != nil {
-			return cp, err
-		}
-	}
-	return cp, nil
+	return nil
+}
+
+// startControllerManager starts kube-controller-manager with the controllers tests rely on (garbage
+// collection, namespaces, service accounts); nothing waits for it to be ready.
+func (cp *ControlPlane) startControllerManager(bin string) error {
+	var err error
+	cp.kcm, err = StartProcess("kube-controller-manager", bin, filepath.Join(cp.dir, "kube-controller-manager.log"), []string{
+		"--kubeconfig=" + cp.Kubeconfig, "--authentication-kubeconfig=" + cp.Kubeconfig,
+		"--authorization-kubeconfig=" + cp.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
+		"--leader-elect=false", "--controllers=garbagecollector,namespace,serviceaccount",
+		"--service-account-private-key-file=" + filepath.Join(cp.dir, "sa.key"),
+		"--use-service-account-credentials=false",
+	}, nil)
+	return err
 }
 
 // Config returns a copy of the admin rest.Config (token auth, user in system:masters).

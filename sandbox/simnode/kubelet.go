@@ -80,6 +80,7 @@ func (n *Node) runPod(ctx context.Context, pod *corev1.Pod, run *podRun) {
 	}
 }
 
+// podSim is one pod's run through the stages of lifecycle, and what a stage leaves for the later ones.
 type podSim struct {
 	n    *Node
 	pod  *corev1.Pod
@@ -87,16 +88,64 @@ type podSim struct {
 	b    Behavior
 	run  *podRun
 	exec *executor
+	// running is when the containers started: the pod's conditions keep it as their transition time.
+	running metav1.Time
+	// placeholder is closed once the wait container is done creating its placeholder result.
+	placeholder chan struct{}
 }
 
+// lifecycle runs the pod through a kubelet's and argoexec's stages, in order; a fault may end it part-way.
 func (p *podSim) lifecycle(ctx context.Context) error {
-	n, pod := p.n, p.pod
-	if pod.Spec.NodeName == "" {
-		if err := n.bind(ctx, pod); err != nil {
-			return err
-		}
-		n.record(pod, StepBound)
+	if err := p.schedule(ctx); err != nil {
+		return err
 	}
+	if err := p.runInit(ctx); err != nil {
+		return err
+	}
+	if err := p.startContainers(ctx); err != nil {
+		return err
+	}
+	if err := p.startWaitContainer(ctx); err != nil {
+		return err
+	}
+	runFor := p.n.jittered(p.b.RunFor, p.b.Jitter)
+	switch {
+	case p.b.Fault.Evict:
+		return p.evictWhileRunning(ctx, runFor)
+	case p.b.Fault.DeleteWhileRunning:
+		return p.deleteWhileRunning(ctx, runFor)
+	}
+	if err := p.runMain(ctx, runFor); err != nil {
+		return err
+	}
+	if err := p.exitMain(ctx); err != nil {
+		return err
+	}
+	waitExit, err := p.reportOutputs(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.exitWait(ctx, waitExit); err != nil {
+		return err
+	}
+	return p.awaitDeletion(ctx)
+}
+
+// schedule binds the pod to this node, unless it came bound.
+func (p *podSim) schedule(ctx context.Context) error {
+	if p.pod.Spec.NodeName != "" {
+		return nil
+	}
+	if err := p.n.bind(ctx, p.pod); err != nil {
+		return err
+	}
+	p.n.record(p.pod, StepBound)
+	return nil
+}
+
+// runInit reports the pod Pending with its init container running, for PendingFor.
+func (p *podSim) runInit(ctx context.Context) error {
+	n, pod := p.n, p.pod
 	start := n.now()
 	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 		s.Phase = corev1.PodPending
@@ -112,128 +161,165 @@ func (p *podSim) lifecycle(ctx context.Context) error {
 		return err
 	}
 	n.record(pod, StepPending)
-	if err := p.sleep(ctx, p.b.PendingFor); err != nil {
-		return err
-	}
+	return p.sleep(ctx, p.b.PendingFor)
+}
 
-	running := n.now()
+// startContainers reports the pod Running: init completed, every container running.
+func (p *podSim) startContainers(ctx context.Context) error {
+	n, pod := p.n, p.pod
+	p.running = n.now()
 	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 		s.Phase = corev1.PodRunning
 		s.PodIP = "10.0.1.1"
-		s.Conditions = conditions(running, true, true)
-		s.InitContainerStatuses = []corev1.ContainerStatus{terminatedStatus(pod, common.InitContainerName, 0, "Completed", running)}
+		s.Conditions = conditions(p.running, true, true)
+		s.InitContainerStatuses = []corev1.ContainerStatus{terminatedStatus(pod, common.InitContainerName, 0, "Completed", p.running)}
 		s.ContainerStatuses = nil
 		for _, c := range pod.Spec.Containers {
-			s.ContainerStatuses = append(s.ContainerStatuses, runningStatus(pod, c.Name, running))
+			s.ContainerStatuses = append(s.ContainerStatuses, runningStatus(pod, c.Name, p.running))
 		}
 	}); err != nil {
 		return err
 	}
 	n.record(pod, StepRunning)
+	return nil
+}
 
-	// The wait container creates its placeholder while main runs.
-	client, err := n.executorClient(pod)
+// startWaitContainer starts the executor, whose placeholder result is created while main runs.
+func (p *podSim) startWaitContainer(ctx context.Context) error {
+	client, err := p.n.executorClient(p.pod)
 	if err != nil {
 		return err
 	}
-	p.exec = &executor{n: n, pod: pod, info: p.info, b: p.b, client: client}
-	placeholder := make(chan struct{})
-	go func() {
-		defer close(placeholder)
-		if p.b.HoldBeforeResult != nil {
-			select {
-			case <-p.b.HoldBeforeResult:
-			case <-ctx.Done():
-				return
-			}
-		}
-		p.exec.initializeOutput(ctx)
-	}()
-	runFor := n.jittered(p.b.RunFor, p.b.Jitter)
-	switch {
-	case p.b.Fault.Evict:
-		if err := p.sleep(ctx, runFor/2); err != nil {
-			<-placeholder
-			return err
-		}
-		<-placeholder
-		return p.evict(ctx)
-	case p.b.Fault.DeleteWhileRunning:
-		if err := p.sleep(ctx, runFor/2); err != nil {
-			<-placeholder
-			return err
-		}
-		<-placeholder
-		if err := n.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-			return fmt.Errorf("deleting pod as a third party: %w", err)
-		}
-		n.record(pod, StepDeletedByOther)
-		// The kubelet notices the deletion through the informer, like any other.
+	p.exec = &executor{n: p.n, pod: p.pod, info: p.info, b: p.b, client: client}
+	p.placeholder = make(chan struct{})
+	go p.createPlaceholder(ctx)
+	return nil
+}
+
+// createPlaceholder is the wait container's first write; HoldBeforeResult holds it back.
+func (p *podSim) createPlaceholder(ctx context.Context) {
+	defer close(p.placeholder)
+	if p.b.HoldBeforeResult != nil {
 		select {
-		case <-p.run.deleted:
-			p.finalizeOnKill(ctx)
-			return errDeleted
+		case <-p.b.HoldBeforeResult:
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		}
 	}
-	err = p.sleep(ctx, runFor)
+	p.exec.initializeOutput(ctx)
+}
+
+// runMainHalfway lets main run half of runFor, the moment a mid-run fault strikes. Main does not end
+// before the placeholder is written.
+func (p *podSim) runMainHalfway(ctx context.Context, runFor time.Duration) error {
+	err := p.sleep(ctx, runFor/2)
+	<-p.placeholder
+	return err
+}
+
+// evictWhileRunning is Fault.Evict: the pod is evicted half-way through main.
+func (p *podSim) evictWhileRunning(ctx context.Context, runFor time.Duration) error {
+	if err := p.runMainHalfway(ctx, runFor); err != nil {
+		return err
+	}
+	return p.evict(ctx)
+}
+
+// deleteWhileRunning is Fault.DeleteWhileRunning: a third party deletes the pod half-way through main.
+func (p *podSim) deleteWhileRunning(ctx context.Context, runFor time.Duration) error {
+	if err := p.runMainHalfway(ctx, runFor); err != nil {
+		return err
+	}
+	if err := p.n.kube.CoreV1().Pods(p.pod.Namespace).Delete(ctx, p.pod.Name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting pod as a third party: %w", err)
+	}
+	p.n.record(p.pod, StepDeletedByOther)
+	// The kubelet notices the deletion through the informer, like any other.
+	select {
+	case <-p.run.deleted:
+		p.finalizeOnKill(ctx)
+		return errDeleted
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runMain lets main run for runFor, then while Behavior.Hold is open. Main does not end before the
+// placeholder is written.
+func (p *podSim) runMain(ctx context.Context, runFor time.Duration) error {
+	err := p.sleep(ctx, runFor)
 	if err == nil && p.b.Hold != nil {
 		err = p.hold(ctx)
 	}
-	if err != nil {
-		<-placeholder
-		if errors.Is(err, errDeleted) {
-			p.finalizeOnKill(ctx)
-		}
-		return err
+	<-p.placeholder
+	if errors.Is(err, errDeleted) {
+		p.finalizeOnKill(ctx)
 	}
-	<-placeholder
+	return err
+}
 
+// exitMain reports main (every container of a containerSet) terminated with Behavior.ExitCode.
+func (p *podSim) exitMain(ctx context.Context) error {
+	n, pod := p.n, p.pod
 	mainExit := n.now()
 	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 		for _, name := range mainContainerNames(p.info.Template) {
 			setContainerStatus(s, terminatedStatus(pod, name, p.b.ExitCode, exitReason(p.b.ExitCode), mainExit))
 		}
-		s.Conditions = conditions(running, true, false)
+		s.Conditions = conditions(p.running, true, false)
 	}); err != nil {
 		return err
 	}
 	n.record(pod, StepMainExited)
+	return nil
+}
 
-	if err := p.sleep(ctx, n.jittered(p.b.ReportAfter, p.b.Jitter)); err != nil {
+// reportOutputs is the wait container after main exited: after ReportAfter it reports and finalizes the
+// result, then stays up while HoldAfterReport is open. It returns the wait container's exit code.
+func (p *podSim) reportOutputs(ctx context.Context) (int32, error) {
+	if err := p.sleep(ctx, p.n.jittered(p.b.ReportAfter, p.b.Jitter)); err != nil {
 		if errors.Is(err, errDeleted) {
 			p.finalizeOnKill(ctx)
 		}
-		return err
+		return 0, err
 	}
 	waitExit := p.exec.reportAndFinalize(ctx)
 	if p.b.HoldAfterReport != nil {
 		if err := runUntil(ctx, p, p.b.HoldAfterReport); err != nil {
-			return err
+			return 0, err
 		}
 	}
+	return waitExit, nil
+}
 
+// exitWait reports the wait container terminated with waitExit, and the pod ended: Succeeded only when
+// both main and wait exited 0.
+func (p *podSim) exitWait(ctx context.Context, waitExit int32) error {
+	n, pod := p.n, p.pod
 	done := n.now()
-	mainOK := p.b.ExitCode == 0
+	succeeded := p.b.ExitCode == 0 && waitExit == 0
 	if err := n.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 		setContainerStatus(s, terminatedStatus(pod, common.WaitContainerName, waitExit, exitReason(waitExit), done))
-		if mainOK && waitExit == 0 {
+		if succeeded {
 			s.Phase = corev1.PodSucceeded
 		} else {
 			s.Phase = corev1.PodFailed
 		}
-		s.Conditions = conditions(running, true, false)
+		s.Conditions = conditions(p.running, true, false)
 	}); err != nil {
 		return err
 	}
 	n.record(pod, StepWaitExited)
-	if mainOK && waitExit == 0 {
+	if succeeded {
 		n.record(pod, StepSucceeded)
 	} else {
 		n.record(pod, StepFailed)
 	}
-	// Keep serving deletion: a terminal pod still needs its kubelet to finish a delete.
+	return nil
+}
+
+// awaitDeletion keeps serving deletion: a terminal pod still needs its kubelet to finish a delete.
+func (p *podSim) awaitDeletion(ctx context.Context) error {
 	select {
 	case <-p.run.deleted:
 		return errDeleted
@@ -255,12 +341,7 @@ func (p *podSim) evict(ctx context.Context) error {
 	}
 	p.n.record(p.pod, StepEvicted)
 	p.n.record(p.pod, StepFailed)
-	select {
-	case <-p.run.deleted:
-		return errDeleted
-	case <-ctx.Done():
-		return nil
-	}
+	return p.awaitDeletion(ctx)
 }
 
 // finalizeOnKill is the wait container on SIGTERM: it reports nothing more but still finalizes the result.
@@ -339,12 +420,7 @@ func (p *podSim) exceedDeadline(ctx context.Context) error {
 	}
 	p.n.record(p.pod, StepDeadlineExceeded)
 	p.n.record(p.pod, StepFailed)
-	select {
-	case <-p.run.deleted:
-		return errDeleted
-	case <-ctx.Done():
-		return nil
-	}
+	return p.awaitDeletion(ctx)
 }
 
 // finishDeletion is the kubelet's side of a graceful delete: kill what still runs, report the final status,
