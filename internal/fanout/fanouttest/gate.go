@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -61,34 +63,53 @@ func (g *Gate) release() {
 
 // GatePodDeletes returns kube with every pod Delete passing through g.
 func GatePodDeletes(kube kubernetes.Interface, g *Gate) kubernetes.Interface {
-	return gatedKube{Interface: kube, gate: g}
+	return gatedKube{Interface: kube, gate: g, verb: "delete"}
+}
+
+// GatePodPatches returns kube with every pod Patch passing through g.
+func GatePodPatches(kube kubernetes.Interface, g *Gate) kubernetes.Interface {
+	return gatedKube{Interface: kube, gate: g, verb: "patch"}
 }
 
 type gatedKube struct {
 	kubernetes.Interface
 	gate *Gate
+	verb string
 }
 
 func (k gatedKube) CoreV1() typedcorev1.CoreV1Interface {
-	return gatedCore{CoreV1Interface: k.Interface.CoreV1(), gate: k.gate}
+	return gatedCore{CoreV1Interface: k.Interface.CoreV1(), kube: k}
 }
 
 type gatedCore struct {
 	typedcorev1.CoreV1Interface
-	gate *Gate
+	kube gatedKube
 }
 
 func (c gatedCore) Pods(namespace string) typedcorev1.PodInterface {
-	return gatedPods{PodInterface: c.CoreV1Interface.Pods(namespace), gate: c.gate}
+	return gatedPods{PodInterface: c.CoreV1Interface.Pods(namespace), kube: c.kube}
 }
 
 type gatedPods struct {
 	typedcorev1.PodInterface
-	gate *Gate
+	kube gatedKube
+}
+
+// through enters the gate for a call of verb when verb is the one gated, and returns how to leave it.
+func (p gatedPods) through(verb string) func() {
+	if verb != p.kube.verb {
+		return func() {}
+	}
+	p.kube.gate.Enter()
+	return p.kube.gate.Leave
 }
 
 func (p gatedPods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	p.gate.Enter()
-	defer p.gate.Leave()
+	defer p.through("delete")()
 	return p.PodInterface.Delete(ctx, name, opts)
+}
+
+func (p gatedPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error) {
+	defer p.through("patch")()
+	return p.PodInterface.Patch(ctx, name, pt, data, opts, subresources...)
 }
