@@ -103,10 +103,10 @@ func TestCollectDeletesDuePodsMarksDelayedOnesAndSaysWhatFailed(t *testing.T) {
 			if next != tc.wantNext {
 				t.Errorf("look again in %s, want %s", next, tc.wantNext)
 			}
-			if got := namesOf(kube.Actions(), "delete"); !slices.Equal(got, tc.wantDeletes) {
+			if got := fanouttest.Names(kube.Actions(), "delete", "pods"); !slices.Equal(got, tc.wantDeletes) {
 				t.Errorf("deleted %v, want %v", got, tc.wantDeletes)
 			}
-			if got := namesOf(kube.Actions(), "patch"); !slices.Equal(got, tc.wantMarks) {
+			if got := fanouttest.Names(kube.Actions(), "patch", "pods"); !slices.Equal(got, tc.wantMarks) {
 				t.Errorf("marked %v, want %v", got, tc.wantMarks)
 			}
 			if got := testutil.ToFloat64(c.metrics.deleted); got != tc.wantDeleted {
@@ -138,7 +138,7 @@ func TestCollectDeletesCallParallelismPodsAtOnce(t *testing.T) {
 	if got := gate.Most(); got != CallParallelism {
 		t.Errorf("at most %d deletions in flight, want %d", got, CallParallelism)
 	}
-	if got := len(namesOf(kube.Actions(), "delete")); got != len(names) {
+	if got := len(fanouttest.Names(kube.Actions(), "delete", "pods")); got != len(names) {
 		t.Errorf("%d deletions, want %d", got, len(names))
 	}
 }
@@ -155,24 +155,6 @@ func workflowWithPods(delay string, names ...string) (*wfv1.Workflow, map[string
 		pods[name] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name)}}
 	}
 	return wf, pods
-}
-
-// namesOf is the sorted names of the pods the actions of verb were about.
-func namesOf(actions []k8stesting.Action, verb string) []string {
-	var out []string
-	for _, a := range actions {
-		if a.GetVerb() != verb {
-			continue
-		}
-		switch a := a.(type) {
-		case k8stesting.DeleteActionImpl:
-			out = append(out, a.Name)
-		case k8stesting.PatchActionImpl:
-			out = append(out, a.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func errString(err error) string {
