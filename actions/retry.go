@@ -13,6 +13,7 @@ import (
 
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/extstatus"
+	"github.com/wfguard/wfguard/taskresult"
 )
 
 // Retry outcome reasons.
@@ -436,11 +437,7 @@ func resetWorkflow(wf *wfv1.Workflow, ext *extstatus.Extensions, removed map[str
 		wf.Spec.ActiveDeadlineSeconds = nil // a terminated workflow's deadline
 	}
 	ext.Shutdown = ""
-	for id := range ext.ResultWaits {
-		if removed[id] {
-			delete(ext.ResultWaits, id)
-		}
-	}
+	taskresult.ForgetWaits(ext, removed)
 	since := now
 	ext.RetryCleanupSince = &since
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/provenance"
 	"github.com/wfguard/wfguard/retention"
+	"github.com/wfguard/wfguard/retrycleanup"
 	"github.com/wfguard/wfguard/synchronization"
 	"github.com/wfguard/wfguard/taskresult"
 	"github.com/wfguard/wfguard/throttle"
@@ -169,6 +170,7 @@ type Controller struct {
 	throttle      *throttle.Throttle   // parallelism / namespaceParallelism of the controller config
 	retain        *retention.Collector // retentionPolicy of the controller config
 	releaser      *podfinalizer.Releaser
+	retryCleanup  *retrycleanup.Cleaner
 	results       *taskresult.Observer
 	podgc         *podgc.Collector
 	custom        *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
@@ -372,7 +374,8 @@ func (c *Controller) buildRecorder() error {
 	return nil
 }
 
-// buildPodParts builds what acts on pods outside a pass: the finalizer releaser and the pod collector.
+// buildPodParts builds what acts on pods outside the engine: the finalizer releaser, the pod collector and
+// a Retry's cleanup.
 func (c *Controller) buildPodParts() error {
 	var err error
 	c.releaser, err = podfinalizer.NewReleaser(podfinalizer.Config{
@@ -399,6 +402,9 @@ func (c *Controller) buildPodParts() error {
 		return fmt.Errorf("building the pod collector: %w", err)
 	}
 	c.podgc.Settings = func() podgc.Settings { return podGCSettings(controllerconfig.CurrentOf(c.opts.Config)) }
+	c.retryCleanup = retrycleanup.New(retrycleanup.Config{Kube: c.kube, Argo: c.argo,
+		Pods: c.inf.pods.GetIndexer(), PodsByWorkflowUID: IndexWorkflowUID, Results: c.inf.results.GetIndexer(), ResultsByWorkflowKey: IndexWorkflowKey,
+		Timeout: c.opts.RetryCleanupTimeout, Points: c.opts.Points, Log: c.log})
 	return nil
 }
 

@@ -35,7 +35,6 @@ type metrics struct {
 	podsStopped       prometheus.Counter
 	completed         *prometheus.CounterVec
 	ignoredPods       *prometheus.CounterVec
-	completedRestored prometheus.Counter
 	// compressedReads counts reads of status.compressedNodes by the controller's Inflater, by outcome (the
 	// extstatus.Inflate* constants); inflatedBytes what they decompressed.
 	compressedReads *prometheus.CounterVec
@@ -67,8 +66,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Workflows completed, by phase."}, []string{"phase"}),
 		ignoredPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_pods_ignored_total",
 			Help: "Pods that claim a workflow but are not the pod the controller created for the node they name; they decide nothing and keep their finalizer. By reason (podidentity: other_namespace, other_owner, other_workflow_label, no_node_id, other_node, unexpected_name); counted once per pod."}, []string{"reason"}),
-		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
-			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 		compressedReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_reads_total",
 			Help: "Reads of a workflow's status.compressedNodes no cached decoding answered, by outcome: inflated, over_ratio, over_size (refused by the size the gzip trailer states, nothing inflated), size_mismatch (refused one byte past the size the trailer states), over_decoded_size (inflated, refused before decoding: the JSON would decode to more than a workflow may take), corrupt, failed_before (the same bytes failed before: refused unread), budget_full (no room in the inflate budget in time: the pass is retried)."}, []string{"outcome"}),
 		inflatedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_compressed_nodes_inflated_bytes_total",
@@ -77,7 +74,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Workflow versions (UID and resourceVersion) whose nodes were refused, counted once each with the WorkflowNodesRefused Event, by reason (over_ratio, over_size, size_mismatch: status.compressedNodes; over_decoded_size: compressed or plain nodes that would decode to more than a workflow may take)."}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
-		m.ignoredPods, m.completedRestored, m.compressedReads, m.inflatedBytes, m.nodesRefused} {
+		m.ignoredPods, m.compressedReads, m.inflatedBytes, m.nodesRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)
 		}

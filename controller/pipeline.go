@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
@@ -343,33 +341,18 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 }
 
 // ReasonPodCompletedLabelRestored is the Warning Event on a workflow one of whose pods was labelled
-// completed while its node was not final: someone else took the pod out of the controller's cache.
-const ReasonPodCompletedLabelRestored = "PodCompletedLabelRestored"
+// completed while its node was not final (podfinalizer.Releaser.RestoreWatch).
+const ReasonPodCompletedLabelRestored = podfinalizer.ReasonCompletedLabelRestored
 
-// restoreWatch sets the completed label of a pod read past the cache back to "false" when someone else set
-// it while the pod's node is not final (the controller labels a pod only once its node's final state is
-// persisted): without it the pod's changes would reach no pass and its finalizer no release. The node is
-// assessed from the pod as read meanwhile. It returns the pod to assess.
+// restoreWatch has the completed label of a pod read past the cache set back when someone else set it
+// while its node is not final (podfinalizer.Releaser.RestoreWatch). It returns the pod to assess.
 func (c *Controller) restoreWatch(ctx context.Context, p *pass, n *wfv1.NodeStatus, pod *corev1.Pod) *corev1.Pod {
-	if !podfinalizer.IsCompleted(pod) {
-		return pod
-	}
-	path := "/metadata/labels/" + strings.ReplaceAll(common.LabelKeyCompleted, "/", "~1")
-	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":%q,"value":"true"},{"op":"replace","path":%q,"value":"false"}]`,
-		pod.UID, path, path)
-	restored, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	restored, err := c.releaser.RestoreWatch(ctx, p.WF, n, pod)
 	if err != nil {
 		// Assess it as read; the next pass reads it again and retries.
 		c.log.Warn("restoring the completed label of a pod whose node is not final", "workflow", p.key, "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		p.retrySoon()
-		return pod
 	}
-	c.metrics.completedRestored.Inc()
-	// Recorded now: the pass may have nothing to write, and the restore happened regardless.
-	c.recorder.Eventf(p.WF, corev1.EventTypeWarning, ReasonPodCompletedLabelRestored, "%s",
-		fmt.Sprintf("Node %s: its pod %s was labelled %s=true while the node was %s; the label is set back to false so the controller watches the pod until the node's final state is recorded",
-			n.Name, pod.Name, common.LabelKeyCompleted, n.Phase))
-	c.log.Warn("restored the completed label of a pod whose node is not final", "workflow", p.key, "pod", pod.Namespace+"/"+pod.Name, "node", n.Name)
 	return restored
 }
 

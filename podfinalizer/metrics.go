@@ -37,6 +37,7 @@ type metrics struct {
 	heldPods              *prometheus.GaugeVec
 	releaseLatency        prometheus.Histogram
 	labelledCompleted     prometheus.Counter
+	completedRestored     prometheus.Counter
 	departedReleased      prometheus.Counter
 }
 
@@ -56,10 +57,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Time from a node's finish to the release of its pod's status finalizer.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}),
 		labelledCompleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pods_labelled_completed_total",
 			Help: "Pods labelled workflows.argoproj.io/completed=true once their node's final state was persisted (or their workflow was gone); the label takes them out of the controller's pod cache."}),
+		completedRestored: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_pod_completed_label_restored_total",
+			Help: "Pods found labelled workflows.argoproj.io/completed=true, which takes them out of the pod cache, while their node was not final; the controller set the label back to false."}),
 		departedReleased: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_departed_pod_finalizers_released_total",
 			Help: "Status finalizers released from pods that had left the controller's pod cache holding them (someone else changed a label the cache selects on: labelled the pod completed, or removed its workflow label)."}),
 	}
-	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency, m.labelledCompleted, m.departedReleased} {
+	for _, c := range []prometheus.Collector{m.finalizersReleased, m.releasedBeforePersist, m.releaseErrors, m.heldPods, m.releaseLatency, m.labelledCompleted, m.completedRestored, m.departedReleased} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering pod finalizer metrics: %w", err)
 		}

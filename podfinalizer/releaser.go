@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wfguard/wfguard/faultinject"
+	"github.com/wfguard/wfguard/internal/fanout"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -168,29 +168,18 @@ const ReleaseParallelism = 32
 // settleAll settles pods concurrently (a workflow's thousand pods need not wait on each other) and returns
 // the patched pods.
 func (r *Releaser) settleAll(ctx context.Context, due []Settlement, reason string) ([]*corev1.Pod, error) {
-	var mu sync.Mutex
-	var errs []error
+	updated := make([]*corev1.Pod, len(due))
+	errs := fanout.Each(ctx, ReleaseParallelism, len(due), func(i int) error {
+		var err error
+		updated[i], err = r.settle(ctx, due[i], reason)
+		return err
+	})
 	var settled []*corev1.Pod
-	sem := make(chan struct{}, ReleaseParallelism)
-	var wg sync.WaitGroup
-	for _, s := range due {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			updated, err := r.settle(ctx, s, reason)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if updated != nil {
-				settled = append(settled, updated)
-			}
-		}()
+	for _, pod := range updated {
+		if pod != nil {
+			settled = append(settled, pod)
+		}
 	}
-	wg.Wait()
 	return settled, errors.Join(errs...)
 }
 

@@ -2,6 +2,7 @@ package podfinalizer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/wfguard/wfguard/internal/fanout/fanouttest"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -276,5 +278,24 @@ func TestAReleasedOrphanIsLabelledCompletedOnlyWhenNothingElseWillRemoveIt(t *te
 				t.Errorf("released{orphaned} = %v, want 1", n)
 			}
 		})
+	}
+}
+
+func TestAPassReleasesReleaseParallelismPodsAtOnce(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 3 * ReleaseParallelism {
+		pods = append(pods, pod(fmt.Sprintf("p%03d", i), "wf", "u1", "id"))
+	}
+	gate := fanouttest.NewGate(ReleaseParallelism)
+	f := newFixture(t, Config{}, pods...)
+	f.r.cfg.Kube = fanouttest.GatePodPatches(f.kube, gate)
+	if err := f.r.ReleaseByOwner(context.Background(), podidentity.Owner{Namespace: "ns", Name: "wf", UID: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gate.Most(); got != ReleaseParallelism {
+		t.Errorf("at most %d releases in flight, want %d", got, ReleaseParallelism)
+	}
+	if got := f.holding(t); len(got) != 0 {
+		t.Errorf("%d pods still hold the finalizer", len(got))
 	}
 }

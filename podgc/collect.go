@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/wfguard/wfguard/internal/fanout"
 	"github.com/wfguard/wfguard/internal/resourceversion"
 	"github.com/wfguard/wfguard/podidentity"
 )
@@ -56,6 +57,10 @@ func NewCollector(kube kubernetes.Interface, clk clock.PassiveClock, reg prometh
 	return &Collector{kube: kube, clock: clk, metrics: m}, nil
 }
 
+// CallParallelism bounds podGC's concurrent deletions (and delay marks) within one pass: a workflow's
+// thousand due pods need not wait on each other's round trips. The client's QPS bounds the rate.
+const CallParallelism = 16
+
 // Collect applies podGC to the persisted workflow's pods: a delay is first recorded on the pod
 // (durable across restarts), then the pod is deleted when due. It returns when to look again. pods are the
 // cached pods and those the pass just settled; a pod settled in an earlier pass was labelled completed and
@@ -79,43 +84,74 @@ func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[str
 	if err != nil {
 		return 0, nil // a bad podGC spec was reported at validation; nothing to collect
 	}
-	var next time.Duration
-	requeue := func(d time.Duration) {
-		if next == 0 || d < next {
-			next = d
-		}
-	}
-	var errs []error
+	var marks, due []GCDecision
 	var pending []time.Time // deletions left for later, of pods that may have left the cache
 	for _, d := range decisions {
 		switch {
 		case d.Mark:
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationDeleteAfter, d.At.UTC().Format(time.RFC3339))
-			if _, err := c.kube.CoreV1().Pods(d.Pod.Namespace).Patch(ctx, d.Pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("recording the podGC deletion time on pod %s/%s: %w", d.Pod.Namespace, d.Pod.Name, err))
-				continue
-			}
-			requeue(d.At.Sub(now))
-			pending = append(pending, d.At)
+			marks = append(marks, d)
 		case now.Before(d.At):
-			requeue(d.At.Sub(now))
 			pending = append(pending, d.At)
 		default:
-			err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{
-				Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}, GracePeriodSeconds: settings.GracePeriodSeconds})
-			switch {
-			case err == nil:
-				c.metrics.deleted.Inc()
-			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-				errs = append(errs, fmt.Errorf("deleting pod %s/%s for podGC: %w", d.Pod.Namespace, d.Pod.Name, err))
-			}
+			due = append(due, d)
 		}
 	}
-	// A pass may come early (its clock is truncated, or an event brought it): ask again for the next look.
-	if at := c.looks.record(wf, now, looked, pending, len(errs) > 0); !at.IsZero() && at.After(now) {
-		requeue(at.Sub(now))
+	marked, markErr := c.markAll(ctx, marks)
+	err = errors.Join(markErr, c.deleteAll(ctx, due, settings.GracePeriodSeconds))
+	pending = append(pending, marked...)
+	var next time.Duration
+	for _, at := range pending {
+		next = sooner(next, at.Sub(now))
 	}
-	return next, errors.Join(errs...)
+	// A pass may come early (its clock is truncated, or an event brought it): ask again for the next look.
+	if at := c.looks.record(wf, now, looked, pending, err != nil); !at.IsZero() && at.After(now) {
+		next = sooner(next, at.Sub(now))
+	}
+	return next, err
+}
+
+// sooner is the sooner of two requeues, 0 being none.
+func sooner(next, d time.Duration) time.Duration {
+	if next == 0 || d < next {
+		return d
+	}
+	return next
+}
+
+// markAll records on each pod when podGC deletes it, and returns the times recorded.
+func (c *Collector) markAll(ctx context.Context, marks []GCDecision) ([]time.Time, error) {
+	errs := fanout.Each(ctx, CallParallelism, len(marks), func(i int) error {
+		d := marks[i]
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationDeleteAfter, d.At.UTC().Format(time.RFC3339))
+		_, err := c.kube.CoreV1().Pods(d.Pod.Namespace).Patch(ctx, d.Pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("recording the podGC deletion time on pod %s/%s: %w", d.Pod.Namespace, d.Pod.Name, err)
+		}
+		return nil
+	})
+	var marked []time.Time
+	for i, err := range errs {
+		if err == nil {
+			marked = append(marked, marks[i].At)
+		}
+	}
+	return marked, errors.Join(errs...)
+}
+
+// deleteAll deletes the due pods, each only if it is still the pod decided about (its UID).
+func (c *Collector) deleteAll(ctx context.Context, due []GCDecision, grace *int64) error {
+	return errors.Join(fanout.Each(ctx, CallParallelism, len(due), func(i int) error {
+		d := due[i]
+		err := c.kube.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &d.Pod.UID}, GracePeriodSeconds: grace})
+		switch {
+		case err == nil:
+			c.metrics.deleted.Inc()
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			return fmt.Errorf("deleting pod %s/%s for podGC: %w", d.Pod.Namespace, d.Pod.Name, err)
+		}
+		return nil
+	})...)
 }
 
 // Forget drops what the collector remembers of a deleted workflow.

@@ -67,6 +67,16 @@ func PruneWaits(ext *extstatus.Extensions, wf *wfv1.Workflow) {
 	}
 }
 
+// ForgetWaits drops the recorded waits of the given nodes: a Retry removed them, so a node run again under
+// the same ID starts its wait anew.
+func ForgetWaits(ext *extstatus.Extensions, nodeIDs map[string]bool) {
+	for id := range ext.ResultWaits {
+		if nodeIDs[id] {
+			delete(ext.ResultWaits, id)
+		}
+	}
+}
+
 // Verdict is the bound's decision on one waiting node in one pass.
 type Verdict struct {
 	// Expired: the gate opens without the result; Message says why for a succeeded pod's node.

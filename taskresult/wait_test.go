@@ -1,6 +1,8 @@
 package taskresult
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,3 +104,26 @@ func TestRecordWaitCountsFromTheEarlierOfTheRecordAndThePodsFinish(t *testing.T)
 }
 
 func timePtr(t time.Time) *time.Time { return &t }
+
+func TestForgetWaitsDropsOnlyTheNamedNodesWaits(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		sentence string
+		waits    map[string]metav1.Time
+		forget   map[string]bool
+		want     []string
+	}{
+		{"the waits of removed nodes go, the others stay", map[string]metav1.Time{"a": since, "b": since, "c": since}, map[string]bool{"a": true, "c": true}, []string{"b"}},
+		{"a removed node that did not wait changes nothing", map[string]metav1.Time{"a": since}, map[string]bool{"z": true}, []string{"a"}},
+		{"no recorded waits stay none", nil, map[string]bool{"a": true}, nil},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			ext := &extstatus.Extensions{ResultWaits: tc.waits}
+			ForgetWaits(ext, tc.forget)
+			got := slices.Sorted(maps.Keys(ext.ResultWaits))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("waits of %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,10 @@
+package podgc
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The Collector deletes in parallel goroutines; none may outlive a call.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
