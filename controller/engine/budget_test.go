@@ -18,18 +18,24 @@ import (
 // onePass runs Start and Execute once over a new workflow of manifest, with ctx.
 func onePass(t *testing.T, ctx context.Context, manifest string) (*Pass, *recordingPods, error) {
 	t.Helper()
+	pods := &recordingPods{created: map[string]*corev1.Pod{}}
+	p := passOver(t, manifest)
+	return p, pods, (&Engine{Pods: pods}).Execute(ctx, p)
+}
+
+// passOver is the first pass over a new workflow, started.
+func passOver(t *testing.T, manifest string) *Pass {
+	t.Helper()
 	wf := &wfv1.Workflow{}
 	if err := yaml.UnmarshalStrict([]byte(manifest), wf); err != nil {
 		t.Fatal(err)
 	}
-	pods := &recordingPods{created: map[string]*corev1.Pod{}}
-	e := &Engine{Pods: pods}
 	p := &Pass{WF: wf, Ext: &extstatus.Extensions{}, Now: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC), Pods: map[string]*corev1.Pod{},
 		TaskResultTimeout: time.Hour}
-	if _, err := e.Start(p); err != nil {
+	if _, err := (&Engine{}).Start(p); err != nil {
 		t.Fatal(err)
 	}
-	return p, pods, e.Execute(ctx, p)
+	return p
 }
 
 const recursionMeta = "metadata: {name: bomb, namespace: ns, uid: 22222222-2222-2222-2222-222222222222}\n"

@@ -19,6 +19,7 @@ import (
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
+	"github.com/wfguard/wfguard/internal/fanout"
 	"github.com/wfguard/wfguard/internal/reportonce"
 	"github.com/wfguard/wfguard/memoize"
 	"github.com/wfguard/wfguard/provenance"
@@ -545,19 +546,9 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 	if len(creates) == 0 {
 		return nil
 	}
-	errs := make([]error, len(creates))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, createParallelism)
-	for i, c := range creates {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = e.Pods.CreatePod(ctx, c.pod)
-		}()
-	}
-	wg.Wait()
+	errs := fanout.Each(ctx, createParallelism, len(creates), func(i int) error {
+		return e.Pods.CreatePod(ctx, creates[i].pod)
+	})
 	var transient []error
 	for i, c := range creates {
 		err := errs[i]
@@ -569,7 +560,9 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 			continue
 		}
 		forgetContainerNodes(p, c.nodeID) // argo adds them only once the pod exists
-		if apierror.Transient(err) {
+		// A create cut short by the controller stopping may or may not have reached the API server: the
+		// next pass finds out by the pod's name, as after any transient failure.
+		if apierror.Transient(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			p.forgetNode(c.nodeID)
 			transient = append(transient, fmt.Errorf("creating pod %s for node %s: %w", c.pod.Name, c.nodeName, err))
 			continue
