@@ -153,10 +153,10 @@ func TestNodesPastTheReadBudgetKeepWaitingUnreadAndStillBounded(t *testing.T) {
 				}
 				verified := !obs.Unverified[id]
 				// An unread node does not expire at the deadline on the cache's word, but at twice it.
-				if v := Judge(ext, &n, nil, nil, verified, timeout, now); v.Expired == !verified {
+				if v := Judge(ext, &n, Evidence{Verified: verified}, timeout, now); v.Expired == !verified {
 					t.Errorf("node %s (verified %v) at its deadline: %+v", id, verified, v)
 				}
-				if v := Judge(ext, &n, nil, nil, verified, timeout, waitStart.Add(2*timeout)); !v.Expired {
+				if v := Judge(ext, &n, Evidence{Verified: verified}, timeout, waitStart.Add(2*timeout)); !v.Expired {
 					t.Errorf("node %s (verified %v) at twice its deadline: %+v, want expired", id, verified, v)
 				}
 			}

@@ -86,12 +86,22 @@ type Verdict struct {
 	RecheckAt time.Time
 }
 
+// Evidence is what a pass knows of a waiting node's result.
+type Evidence struct {
+	// Template is the node's template and Result its result as read (nil if none): the timeout's message
+	// names the outputs the result lacks.
+	Template *wfv1.Template
+	Result   *wfv1.WorkflowTaskResult
+	// Verified: the node's own pod was seen and its result read on the API server this pass.
+	Verified bool
+}
+
 // Judge applies the bound to node n's wait. The wait expires at its start plus timeout, but only on
-// evidence — the node's own pod seen and its result read on the API server this pass (verified). A lagging
+// evidence — the node's own pod seen and its result read on the API server this pass (ev.Verified). A lagging
 // cache or a failed read is not evidence that the executor never reported: such a wait goes on, bounded at
 // twice the timeout. Before its deadline a wait asks to be looked at again when the cache has had its grace
 // (a read past it is then due) and at the deadline.
-func Judge(ext *extstatus.Extensions, n *wfv1.NodeStatus, tmpl *wfv1.Template, result *wfv1.WorkflowTaskResult, verified bool, timeout time.Duration, now time.Time) Verdict {
+func Judge(ext *extstatus.Extensions, n *wfv1.NodeStatus, ev Evidence, timeout time.Duration, now time.Time) Verdict {
 	if Synced(n) {
 		return Verdict{}
 	}
@@ -115,13 +125,13 @@ func Judge(ext *extstatus.Extensions, n *wfv1.NodeStatus, tmpl *wfv1.Template, r
 		soonest(deadline)
 		return v
 	}
-	unverified := n.Phase == wfv1.NodeRunning && !verified
+	unverified := n.Phase == wfv1.NodeRunning && !ev.Verified
 	if unverified && now.Before(since.Add(2*timeout)) {
 		return Verdict{RecheckAt: now.Add(time.Second)}
 	}
 	v = Verdict{Expired: true}
 	if n.Phase == wfv1.NodeRunning {
-		v.Message = TimeoutMessage(tmpl, result, timeout)
+		v.Message = TimeoutMessage(ev.Template, ev.Result, timeout)
 		if unverified {
 			v.Message += fmt.Sprintf("; its result could not be read past the cache within %s", 2*timeout)
 		}

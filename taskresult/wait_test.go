@@ -40,7 +40,7 @@ func TestJudgeBoundsAWaitOnEvidence(t *testing.T) {
 		{"a failed pod's node waits from its finish and expires without a message", failed, &extstatus.Extensions{}, false, timeout, true, 0, ""},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			v := Judge(tc.ext, &tc.node, nil, nil, tc.verified, timeout, since.Add(tc.after))
+			v := Judge(tc.ext, &tc.node, Evidence{Verified: tc.verified}, timeout, since.Add(tc.after))
 			if v.Expired != tc.wantExpired || !strings.Contains(v.Message, tc.wantMsg) || (tc.wantMsg == "" && v.Message != "") {
 				t.Fatalf("verdict %+v, want expired=%v message containing %q", v, tc.wantExpired, tc.wantMsg)
 			}

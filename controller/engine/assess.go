@@ -80,7 +80,7 @@ func enforceResultWait(p *Pass, id string) {
 		return
 	}
 	verified := p.Pods[id] != nil && !p.ResultUnverified[id]
-	v := taskresult.Judge(p.Ext, n, p.templateOf(n), p.Results[id], verified, p.TaskResultTimeout, p.Now)
+	v := taskresult.Judge(p.Ext, n, taskresult.Evidence{Template: p.templateOf(n), Result: p.Results[id], Verified: verified}, p.TaskResultTimeout, p.Now)
 	if !v.RecheckAt.IsZero() {
 		p.requeueBy(v.RecheckAt)
 	}
