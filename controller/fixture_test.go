@@ -12,6 +12,7 @@ import (
 	argofake "github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned/fake"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -156,7 +157,7 @@ func nameOf(obj runtime.Object) string {
 }
 
 // workflow is wf as the API server stores it (with ext), at resourceVersion rv.
-func workflow(t *testing.T, wf *wfv1.Workflow, ext extstatus.Extensions, rv string) *unstructured.Unstructured {
+func workflow(t testing.TB, wf *wfv1.Workflow, ext extstatus.Extensions, rv string) *unstructured.Unstructured {
 	t.Helper()
 	wf = wf.DeepCopy()
 	wf.ResourceVersion = rv
@@ -194,4 +195,58 @@ func podOf(wf *wfv1.Workflow, n wfv1.NodeStatus, phase corev1.PodPhase) *corev1.
 		Annotations:     map[string]string{common.AnnotationKeyNodeID: n.ID},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: wf.Name, UID: wf.UID}}},
 		Status: corev1.PodStatus{Phase: phase}}
+}
+
+// pendingAction is a pending WorkflowAction of verb on workflow ns/wf, created at created: typed for the
+// cache, and as the API stores it.
+func pendingAction(t testing.TB, name, verb string, created time.Time) (*actionsv1.WorkflowAction, *unstructured.Unstructured) {
+	t.Helper()
+	a := &actionsv1.WorkflowAction{TypeMeta: metav1.TypeMeta{APIVersion: actionsv1.SchemeGroupVersion.String(), Kind: "WorkflowAction"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "5",
+			CreationTimestamp: metav1.NewTime(created)},
+		Spec: actionsv1.WorkflowActionSpec{WorkflowRef: actionsv1.WorkflowRef{Name: "wf"}, Action: verb}}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, &unstructured.Unstructured{Object: obj}
+}
+
+// actionOutcome is the stored action's status: "Phase Reason: message".
+func (f *fixture) actionOutcome(name string) string {
+	f.t.Helper()
+	u, err := f.dynamic.Resource(actionsv1.SchemeGroupVersion.WithResource("workflowactions")).Namespace("ns").
+		Get(f.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	reason, _, _ := unstructured.NestedString(u.Object, "status", "reason")
+	message, _, _ := unstructured.NestedString(u.Object, "status", "message")
+	return strings.TrimSpace(phase + " " + reason + ": " + message)
+}
+
+// storedWorkflow is workflow ns/wf as the dynamic fake holds it.
+func (f *fixture) storedWorkflow() *unstructured.Unstructured {
+	f.t.Helper()
+	u, err := f.dynamic.Resource(workflowsResource).Namespace("ns").Get(f.t.Context(), "wf", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return u
+}
+
+// sum is the total of a counter's series.
+func sum(counter prometheus.Collector) float64 {
+	ch := make(chan prometheus.Metric, 1024)
+	counter.Collect(ch)
+	close(ch)
+	total := 0.0
+	for m := range ch {
+		var out dto.Metric
+		if m.Write(&out) == nil {
+			total += out.GetCounter().GetValue()
+		}
+	}
+	return total
 }
