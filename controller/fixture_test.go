@@ -172,7 +172,7 @@ func workflow(t testing.TB, wf *wfv1.Workflow, ext extstatus.Extensions, rv stri
 func running(nodes ...wfv1.NodeStatus) *wfv1.Workflow {
 	wf := &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wf", UID: "wf-uid",
 		CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
-		Spec:   wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Container: &corev1.Container{Image: "alpine"}}}},
+		Spec:   wfv1.WorkflowSpec{Entrypoint: "main", Templates: []wfv1.Template{{Name: "main", Container: &corev1.Container{Image: "alpine", Command: []string{"true"}}}}},
 		Status: wfv1.WorkflowStatus{Phase: wfv1.WorkflowRunning, StartedAt: metav1.NewTime(t0.Add(-time.Hour)), Nodes: wfv1.Nodes{}}}
 	for _, n := range nodes {
 		wf.Status.Nodes[n.ID] = n
