@@ -84,15 +84,33 @@ func TestTheFakeAPIAnswersRESTClientsAsTheAPIServerWould(t *testing.T) {
 				t.Errorf("get missing = %v, want not found", err)
 			}
 		}},
-		{"a deletion goes to the fake and a watch is refused", func(t *testing.T, ctx context.Context, fake *dynamicfake.FakeDynamicClient, client *actionsv1.Client) {
+		{"a deletion goes to the fake", func(t *testing.T, ctx context.Context, fake *dynamicfake.FakeDynamicClient, client *actionsv1.Client) {
 			if err := client.Namespace("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := fake.Resource(actionsResource).Namespace("ns").Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("after the deletion get = %v, want not found", err)
 			}
-			if _, err := client.Namespace("ns").Watch(ctx, metav1.ListOptions{}); err == nil {
-				t.Error("a watch was served")
+		}},
+		{"a watch streams what is stored, then each change, until it is stopped", func(t *testing.T, ctx context.Context, fake *dynamicfake.FakeDynamicClient, client *actionsv1.Client) {
+			w, err := client.Namespace("ns").Watch(ctx, metav1.ListOptions{LabelSelector: "team=blue"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			if _, err := fake.Resource(actionsResource).Namespace("ns").Update(ctx, action("b", "3", map[string]string{"team": "blue", "seen": "yes"}), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for e := range w.ResultChan() {
+				a := e.Object.(*actionsv1.WorkflowAction)
+				got = append(got, fmt.Sprintf("%s %s %s", e.Type, a.Name, a.Labels["seen"]))
+				if len(got) == 2 {
+					break
+				}
+			}
+			if fmt.Sprint(got) != "[ADDED b  MODIFIED b yes]" {
+				t.Errorf("events %q, want b added, then modified", got)
 			}
 		}},
 	} {

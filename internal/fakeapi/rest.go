@@ -12,13 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
-// Config is a rest.Config whose requests under /apis client answers: get, list, create, update (a
-// subresource's too) and delete. A watch is refused: informers under test are filled directly.
+// Config is a rest.Config whose requests under /apis client answers: get, list, watch, create, update (a
+// subresource's too) and delete.
 func Config(client dynamic.Interface) *rest.Config {
 	return &rest.Config{Host: "http://fakeapi.invalid", Transport: server{client: client}}
 }
@@ -30,6 +31,9 @@ func (s server) RoundTrip(req *http.Request) (*http.Response, error) {
 	r, err := routeOf(req.URL.Path)
 	if err != nil {
 		return answerError(apierrors.NewBadRequest(err.Error()))
+	}
+	if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true" {
+		return s.watch(req, r)
 	}
 	obj, err := s.serve(req, r)
 	if err != nil {
@@ -73,8 +77,6 @@ func (s server) serve(req *http.Request, r route) (any, error) {
 		sub = []string{r.subresource}
 	}
 	switch {
-	case req.Method == http.MethodGet && query.Get("watch") == "true":
-		return nil, apierrors.NewMethodNotSupported(r.gvr.GroupResource(), "watch")
 	case req.Method == http.MethodGet && r.name == "":
 		return client.List(ctx, metav1.ListOptions{LabelSelector: query.Get("labelSelector"), FieldSelector: query.Get("fieldSelector")})
 	case req.Method == http.MethodGet:
@@ -91,6 +93,46 @@ func (s server) serve(req *http.Request, r route) (any, error) {
 		return deleteNamed(req, func(opts metav1.DeleteOptions) error { return client.Delete(ctx, r.name, opts, sub...) })
 	}
 	return nil, apierrors.NewMethodNotSupported(r.gvr.GroupResource(), req.Method)
+}
+
+// watch streams the dynamic client's watch events of the objects the label selector selects (the fake's
+// own watch does not select) as the API server does, one JSON event after another, until the watch ends or
+// the request is cancelled.
+func (s server) watch(req *http.Request, r route) (*http.Response, error) {
+	query := req.URL.Query()
+	selector, err := labels.Parse(query.Get("labelSelector"))
+	if err != nil {
+		return answerError(apierrors.NewBadRequest(err.Error()))
+	}
+	w, err := s.client.Resource(r.gvr).Namespace(r.namespace).Watch(req.Context(), metav1.ListOptions{
+		LabelSelector: query.Get("labelSelector"), FieldSelector: query.Get("fieldSelector"), ResourceVersion: query.Get("resourceVersion")})
+	if err != nil {
+		return answerError(err)
+	}
+	body, out := io.Pipe()
+	go func() {
+		defer w.Stop()
+		encoder := json.NewEncoder(out)
+		for {
+			select {
+			case <-req.Context().Done():
+				_ = out.CloseWithError(req.Context().Err())
+				return
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					_ = out.Close()
+					return
+				}
+				if o, isObject := e.Object.(metav1.Object); isObject && !selector.Matches(labels.Set(o.GetLabels())) {
+					continue
+				}
+				if err := encoder.Encode(map[string]any{"type": e.Type, "object": e.Object}); err != nil {
+					return // the client stopped reading
+				}
+			}
+		}
+	}()
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 }
 
 // withBody decodes the request's body, then calls.
