@@ -47,31 +47,19 @@ type fixture struct {
 	clock    *testingclock.FakeClock
 }
 
-// newFixture builds a controller with opts on fakes holding objects: pods and ConfigMaps in the kube
-// fake, task results in the argo fake, workflows and actions (unstructured) in the dynamic fake. The
-// caches start empty (cache fills them).
+// newFixture builds a controller with opts on fakes holding objects (fakeapi.New: task results in the argo
+// fake, workflows and actions, unstructured, in the dynamic fake, the rest in the kube fake). The caches
+// start empty (cache fills them).
 func newFixture(t *testing.T, opts Options, objects ...runtime.Object) *fixture {
 	t.Helper()
-	var kubeObjects, argoObjects, dynamicObjects []runtime.Object
-	for _, obj := range objects {
-		switch obj.(type) {
-		case *wfv1.WorkflowTaskResult:
-			argoObjects = append(argoObjects, obj)
-		case *unstructured.Unstructured:
-			dynamicObjects = append(dynamicObjects, obj)
-		default:
-			kubeObjects = append(kubeObjects, obj)
-		}
-	}
-	f := &fixture{t: t, kube: kubefake.NewClientset(kubeObjects...), argo: argofake.NewSimpleClientset(argoObjects...),
-		dynamic: fakeapi.NewDynamic(dynamicObjects...), recorder: record.NewFakeRecorder(100), registry: prometheus.NewRegistry(),
-		clock: testingclock.NewFakeClock(t0)}
-	rest := fakeapi.Config(f.dynamic)
-	workflowsREST, err := dynamicRESTClient(rest)
+	fakes := fakeapi.New(objects...)
+	f := &fixture{t: t, kube: fakes.Kube, argo: fakes.Argo, dynamic: fakes.Dynamic, recorder: record.NewFakeRecorder(100),
+		registry: prometheus.NewRegistry(), clock: testingclock.NewFakeClock(t0)}
+	workflowsREST, err := dynamicRESTClient(fakeapi.Config(f.dynamic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	actions, err := actionsv1.NewForConfig(rest)
+	actions, err := fakes.Actions()
 	if err != nil {
 		t.Fatal(err)
 	}

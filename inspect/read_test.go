@@ -23,7 +23,6 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/inspect"
 	"github.com/wfguard/wfguard/internal/fakeapi"
 )
@@ -91,23 +90,12 @@ type api struct {
 	clients *inspect.Clients
 }
 
-// newAPI holds objects: pods in the kube fake, task results in the argo fake, the rest (unstructured) in
-// the dynamic fake, which also answers the WorkflowAction client.
+// newAPI holds objects, each in the fake that serves its kind (fakeapi.New).
 func newAPI(t *testing.T, objects ...runtime.Object) *api {
 	t.Helper()
-	var kube, argo, dynamic []runtime.Object
-	for _, obj := range objects {
-		switch obj.(type) {
-		case *corev1.Pod:
-			kube = append(kube, obj)
-		case *wfv1.WorkflowTaskResult:
-			argo = append(argo, obj)
-		default:
-			dynamic = append(dynamic, obj)
-		}
-	}
-	a := &api{kube: kubefake.NewClientset(kube...), argo: argofake.NewSimpleClientset(argo...), dynamic: fakeapi.NewDynamic(dynamic...)}
-	actions, err := actionsv1.NewForConfig(fakeapi.Config(a.dynamic))
+	fakes := fakeapi.New(objects...)
+	a := &api{kube: fakes.Kube, argo: fakes.Argo, dynamic: fakes.Dynamic}
+	actions, err := fakes.Actions()
 	if err != nil {
 		t.Fatal(err)
 	}
