@@ -534,10 +534,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.logRetryPolicy(ctx)
 	ctx, c.crash = context.WithCancelCause(ctx)
-	if c.events != nil {
-		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
-		defer c.events.Shutdown()
-	}
+	defer c.recordEvents()()
 	stop := make(chan struct{})
 	c.inf.start(stop)
 	defer c.inf.shutdown()
@@ -598,6 +595,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller stopped")
 	return nil
+}
+
+// recordEvents starts writing the controller's Events through the kube client, unless Options.Recorder
+// records them; the func it returns stops it.
+func (c *Controller) recordEvents() (stop func()) {
+	if c.events == nil {
+		return func() {}
+	}
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	return c.events.Shutdown
 }
 
 // Started reports whether Run was called.
