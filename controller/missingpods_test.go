@@ -38,13 +38,6 @@ func TestAPodTheCacheLacksIsReadFromTheServerWithinTheBudgetAndNeverConcludedGon
 	departedYoung.Finalizers = []string{common.FinalizerPodStatus}
 	anotherOwners := pod(longRunning)
 	anotherOwners.OwnerReferences[0].UID = "another-workflow-uid"
-	failing := func(verb string) func(*kubefake.Clientset) {
-		return func(kube *kubefake.Clientset) {
-			kube.PrependReactor(verb, "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewServiceUnavailable("etcd is unhappy")
-			})
-		}
-	}
 	for _, tc := range []missingPodsCase{
 		{sentence: "a running node's pod the cache lacks is read from the server and assessed",
 			nodes: []wfv1.NodeStatus{longRunning}, server: []runtime.Object{pod(longRunning)},
@@ -57,7 +50,7 @@ func TestAPodTheCacheLacksIsReadFromTheServerWithinTheBudgetAndNeverConcludedGon
 		{sentence: "a pod missing from the server too stays missing: the node is assessed without it",
 			nodes: []wfv1.NodeStatus{longRunning}, wantCalls: []string{"get pods " + pod(longRunning).Name}},
 		{sentence: "a read that fails leaves the node unverified and asks for a pass soon",
-			nodes: []wfv1.NodeStatus{longRunning}, server: []runtime.Object{pod(longRunning)}, react: failing("get"),
+			nodes: []wfv1.NodeStatus{longRunning}, server: []runtime.Object{pod(longRunning)}, react: refusePods("get"),
 			wantCalls: []string{"get pods " + pod(longRunning).Name}, wantUnverified: []string{"long-running"}, wantRetrySoon: true},
 		{sentence: "past the budget the nodes left are unverified, not read",
 			nodes: []wfv1.NodeStatus{longRunning, alsoRunning, thirdRunning}, budget: 2,
@@ -77,22 +70,19 @@ func TestAPodTheCacheLacksIsReadFromTheServerWithinTheBudgetAndNeverConcludedGon
 			wantCalls: []string{"get pods " + pod(longRunning).Name, "patch pods " + pod(longRunning).Name}, wantPods: []string{"long-running"},
 			wantEvents: []string{"Warning PodCompletedLabelRestored Node long-running: its pod " + pod(longRunning).Name + " was labelled"}, wantRestored: 1},
 		{sentence: "a label that cannot be restored leaves the pod assessed as read and asks for a pass soon",
-			nodes: []wfv1.NodeStatus{longRunning}, server: []runtime.Object{labelledCompleted}, react: failing("patch"),
+			nodes: []wfv1.NodeStatus{longRunning}, server: []runtime.Object{labelledCompleted}, react: refusePods("patch"),
 			wantCalls: []string{"get pods " + pod(longRunning).Name, "patch pods " + pod(longRunning).Name}, wantPods: []string{"long-running"},
 			wantRetrySoon: true},
 	} {
-		t.Run(tc.sentence, func(t *testing.T) {
-			f := newFixture(t, Options{DirectReadBudget: tc.budget}, tc.server...)
-			f.cache(tc.cached...)
-			for _, pod := range tc.departed {
-				f.c.releaser.PodDeleted(pod)
-			}
-			if tc.react != nil {
-				tc.react(f.kube)
-			}
-			p := f.c.newPass("ns/wf", nil, running(tc.nodes...), extstatus.Extensions{})
-			f.c.findMissingPods(t.Context(), p)
-			tc.check(t, f, p)
+		t.Run(tc.sentence, func(t *testing.T) { tc.run(t) })
+	}
+}
+
+// refusePods answers every call of verb on pods as an API server that cannot serve it.
+func refusePods(verb string) func(*kubefake.Clientset) {
+	return func(kube *kubefake.Clientset) {
+		kube.PrependReactor(verb, "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is unhappy")
 		})
 	}
 }
@@ -110,6 +100,21 @@ type missingPodsCase struct {
 	wantRetrySoon  bool
 	wantEvents     []string // prefixes
 	wantRestored   float64
+}
+
+// run looks for the missing pods of a pass over the nodes, with the caches and the API as the case says.
+func (tc missingPodsCase) run(t *testing.T) {
+	f := newFixture(t, Options{DirectReadBudget: tc.budget}, tc.server...)
+	f.cache(tc.cached...)
+	for _, pod := range tc.departed {
+		f.c.releaser.PodDeleted(pod)
+	}
+	if tc.react != nil {
+		tc.react(f.kube)
+	}
+	p := f.c.newPass("ns/wf", nil, running(tc.nodes...), extstatus.Extensions{})
+	f.c.findMissingPods(t.Context(), p)
+	tc.check(t, f, p)
 }
 
 func (tc missingPodsCase) check(t *testing.T, f *fixture, p *pass) {

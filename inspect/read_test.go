@@ -232,17 +232,11 @@ func TestListingsReadEveryPageAndSetUndecodableWorkflowsAside(t *testing.T) {
 }
 
 func TestEachListingSelectsWhatItIsAskedAndSaysWhatFailed(t *testing.T) {
-	labelled := func(name, workflow string) map[string]string {
-		if workflow == "" {
-			return nil
-		}
-		return map[string]string{common.LabelKeyWorkflow: workflow}
-	}
 	pod := func(name, workflow string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labelled(name, workflow)}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: workflowLabel(workflow)}}
 	}
 	result := func(name, workflow string) *wfv1.WorkflowTaskResult {
-		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labelled(name, workflow)}}
+		return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: workflowLabel(workflow)}}
 	}
 	objects := []runtime.Object{pod("of-wf", "wf"), pod("of-other", "other"), pod("no-workflow", ""),
 		result("r-wf", "wf"), result("r-other", "other"), result("r-none", ""),
@@ -291,6 +285,14 @@ func TestEachListingSelectsWhatItIsAskedAndSaysWhatFailed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workflowLabel labels an object with its workflow; none for "".
+func workflowLabel(workflow string) map[string]string {
+	if workflow == "" {
+		return nil
+	}
+	return map[string]string{common.LabelKeyWorkflow: workflow}
 }
 
 func workflowNames(ns string) func(context.Context, *inspect.Clients) ([]string, error) {

@@ -19,7 +19,7 @@ import (
 
 // A snapshot is a workflow and what surrounds it; only the workflow itself must be read.
 func TestASnapshotReadsAWorkflowWithWhatSurroundsItAndListsWhatItSkipped(t *testing.T) {
-	labels := map[string]string{common.LabelKeyWorkflow: "wf"}
+	labels := workflowLabel("wf")
 	objects := []runtime.Object{storedWorkflow("wf"), action("act", "wf"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod", Labels: labels}},
 		&wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "result", Labels: labels}}}
