@@ -92,10 +92,6 @@ type Options struct {
 	// (status.compressedNodes) and above which, even compressed, the workflow is ended Error instead
 	// (default extstatus.DefaultMaxWorkflowSize, 1 MiB as argo's MAX_WORKFLOW_SIZE).
 	MaxWorkflowSize int
-	// KubeAPIContentType is how requests and responses for Kubernetes' own kinds are encoded (default
-	// protobuf, as kube-controller-manager's: its pod watch events decode several times faster than JSON).
-	// Argo's custom resources are JSON whatever it says.
-	KubeAPIContentType string
 	// ResyncPeriod re-lists the caches; 0 disables resync.
 	ResyncPeriod time.Duration
 	// Validate checks a new workflow's spec (argo's validation in the binary); nil accepts every spec.
@@ -106,6 +102,9 @@ type Options struct {
 	Clock    clock.WithTicker
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Recorder, when set, records the controller's Events in place of a broadcaster that writes them through
+	// Clients.Kube once Run starts it (tests: record.FakeRecorder).
+	Recorder record.EventRecorder
 	// WrapListWatch, when set, wraps the ListerWatcher of each informer by resource name ("workflows",
 	// "pods", "workflowtaskresults", "workflowactions"): the seam for stale-store faults (faultinject).
 	WrapListWatch func(resource string, lw cache.ListerWatcher) cache.ListerWatcher
@@ -175,7 +174,7 @@ type Controller struct {
 	podgc         *podgc.Collector
 	custom        *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
 	recorder      record.EventRecorder
-	events        record.EventBroadcaster
+	events        record.EventBroadcaster // nil when Options.Recorder records the Events
 	metrics       *metrics
 
 	ready   atomic.Bool
@@ -215,18 +214,21 @@ type Controller struct {
 
 var workflowsResource = wfv1.SchemeGroupVersion.WithResource("workflows")
 
-// New builds a Controller; Run starts it.
-func New(config *rest.Config, opts Options) (*Controller, error) {
+// New builds a Controller acting through clients (NewClients builds them from a rest.Config); Run starts it.
+func New(clients Clients, opts Options) (*Controller, error) {
 	opts = opts.withDefaults()
+	if err := clients.check(); err != nil {
+		return nil, err
+	}
 	if err := opts.checkMemoizeTrust(); err != nil {
 		return nil, err
 	}
 	c := &Controller{opts: opts, log: opts.Logger, clock: opts.Clock, written: map[types.UID]lastWrite{},
-		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{}}
-	// In order: the informers need the clients and the queue, the pod and action parts the informers and the
-	// recorder, the engine all of them.
+		deferred: map[string]time.Time{}, staleWaiters: map[string]struct{}{},
+		kube: clients.Kube, argo: clients.Argo, dynamic: clients.Dynamic, workflowsREST: clients.WorkflowsREST, actions: clients.Actions}
+	// In order: the informers need the queue, the pod and action parts the informers and the recorder, the
+	// engine all of them.
 	for _, build := range []func() error{
-		func() error { return c.buildClients(config) },
 		c.buildMetrics,
 		c.buildDecoding,
 		c.buildQueue,
@@ -295,25 +297,6 @@ func (opts Options) checkMemoizeTrust() error {
 	return nil
 }
 
-// buildClients builds the API clients.
-func (c *Controller) buildClients(config *rest.Config) error {
-	var err error
-	if c.kube, err = kubernetes.NewForConfig(KubeClientConfig(config, c.opts.KubeAPIContentType)); err != nil {
-		return fmt.Errorf("building the kubernetes client: %w", err)
-	}
-	if c.argo, err = versioned.NewForConfig(config); err != nil {
-		return fmt.Errorf("building the argo client: %w", err)
-	}
-	if c.workflowsREST, err = dynamicRESTClient(config); err != nil {
-		return err
-	}
-	c.dynamic = dynamic.New(c.workflowsREST)
-	if c.actions, err = actionsv1.NewForConfig(config); err != nil {
-		return fmt.Errorf("building the WorkflowAction client: %w", err)
-	}
-	return nil
-}
-
 // buildMetrics registers the controller's own metrics.
 func (c *Controller) buildMetrics() error {
 	var err error
@@ -365,6 +348,10 @@ func (c *Controller) buildInformers() error {
 
 // buildRecorder builds the event broadcaster and the recorder every part writes its events with.
 func (c *Controller) buildRecorder() error {
+	if c.opts.Recorder != nil {
+		c.recorder = c.opts.Recorder
+		return nil
+	}
 	c.events = record.NewBroadcaster(record.WithContext(context.Background()))
 	eventScheme := runtime.NewScheme()
 	if err := errors.Join(scheme.AddToScheme(eventScheme), wfv1.AddToScheme(eventScheme), actionsv1.AddToScheme(eventScheme)); err != nil {
@@ -553,8 +540,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.logRetryPolicy(ctx)
 	ctx, c.crash = context.WithCancelCause(ctx)
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
+	defer c.recordEvents()()
 	stop := make(chan struct{})
 	c.inf.start(stop)
 	defer c.inf.shutdown()
@@ -615,6 +601,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller stopped")
 	return nil
+}
+
+// recordEvents starts writing the controller's Events through the kube client, unless Options.Recorder
+// records them; the func it returns stops it.
+func (c *Controller) recordEvents() (stop func()) {
+	if c.events == nil {
+		return func() {}
+	}
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	return c.events.Shutdown
 }
 
 // Started reports whether Run was called.
@@ -730,16 +726,4 @@ func (c *Controller) restoreLocks() {
 			c.throttle.Running(wf.Namespace, wf.Name) // a running workflow holds its parallelism slot
 		}
 	}
-}
-
-// dynamicRESTClient is the dynamic client's REST client, built as dynamic.NewForConfig builds it, kept so
-// that workflow updates made with it directly (putWorkflow) share its rate limiter and error decoding.
-func dynamicRESTClient(config *rest.Config) (rest.Interface, error) {
-	dynamicConfig := dynamic.ConfigFor(config)
-	dynamicConfig.GroupVersion, dynamicConfig.APIPath = nil, ""
-	client, err := rest.UnversionedRESTClientFor(dynamicConfig)
-	if err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
-	}
-	return client, nil
 }

@@ -20,7 +20,11 @@ func TestAMemoizeTrustTheCacheCannotHonourIsRefused(t *testing.T) {
 		{"an unknown trust is named", "trusted", `memoize trust must be any or sealed, got "trusted"`},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
-			if _, err := New(&rest.Config{Host: "https://example"}, Options{MemoizeTrust: tc.trust}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			clients, err := NewClients(&rest.Config{Host: "https://example"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := New(clients, Options{MemoizeTrust: tc.trust}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New = %v, want an error containing %q", err, tc.want)
 			}
 		})

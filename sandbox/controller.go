@@ -17,10 +17,14 @@ type Controller struct {
 	err    error
 }
 
-// StartController builds a controller on config with opts, exactly as given, and runs it until Stop or
-// the end of ctx.
+// StartController builds a controller with opts, exactly as given, on clients built from config
+// (controller.NewClients, Kubernetes' own kinds in protobuf), and runs it until Stop or the end of ctx.
 func StartController(ctx context.Context, config *rest.Config, opts controller.Options) (*Controller, error) {
-	ctrl, err := controller.New(config, opts)
+	clients, err := controller.NewClients(config, "")
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := controller.New(clients, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -293,12 +293,15 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		StatusCoalesceWindow: f.coalesceWindow,
 		PassDeadline:         f.passDeadline,
 		MaxWorkflowSize:      f.maxWorkflowSize,
-		KubeAPIContentType:   f.kubeContentType,
 		Logger:               log, Registry: registry,
 		ArgoMetrics: argoMetrics,
 	}
 	faults.apply(&opts)
-	ctrl, err := controller.New(config, opts)
+	clients, err := controller.NewClients(config, f.kubeContentType)
+	if err != nil {
+		return err
+	}
+	ctrl, err := controller.New(clients, opts)
 	if err != nil {
 		return err
 	}
