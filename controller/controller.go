@@ -554,21 +554,25 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.ready.Store(false)
 	c.log.Info("caches synced; starting workers", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.releaser.Sweep(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.actionGC.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.retain.Run(ctx)
-	}()
+	c.startLoops(ctx, &wg)
+	c.startWorkers(ctx, &wg)
+	<-ctx.Done()
+	return c.drain(ctx, &wg)
+}
+
+// startLoops starts the loops that run beside the workers: the orphan sweep, the action GC and retention.
+func (c *Controller) startLoops(ctx context.Context, wg *sync.WaitGroup) {
+	for _, loop := range []func(context.Context){c.releaser.Sweep, c.actionGC.Run, c.retain.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+}
+
+// startWorkers starts the workers that reconcile keys until the queue shuts down.
+func (c *Controller) startWorkers(ctx context.Context, wg *sync.WaitGroup) {
 	for range c.opts.Workers {
 		wg.Add(1)
 		go func() {
@@ -585,7 +589,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	<-ctx.Done()
+}
+
+// drain waits, once ctx ended, for the workers' passes in flight and the loops to end; a crashed process
+// drops its queue instead.
+func (c *Controller) drain(ctx context.Context, wg *sync.WaitGroup) error {
 	c.log.Info("shutting down: draining workers")
 	if errors.Is(context.Cause(ctx), faultinject.ErrCrash) {
 		c.queue.ShutDown() // a dying process does not drain its queue
@@ -641,18 +649,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	start := c.clock.Now()
 	requeueAfter, panicked, err := c.guardedReconcile(ctx, key)
-	if panicked != nil {
-		if h := c.opts.Hooks.ReconcileEnd; h != nil {
-			h(key)
-		}
-		if c.handlePanic(ctx, key, panicked) {
-			c.queue.Forget(key) // the workflow records the panic; its write's echo brings the key back
-		} else {
-			c.retry(key)
-		}
-		return true
-	}
-	if errors.Is(err, faultinject.ErrCrash) {
+	if panicked == nil && errors.Is(err, faultinject.ErrCrash) {
 		// Nothing more happens in a dead process: no other pass may start, this key's included.
 		c.crashed.Store(true)
 		c.crash(err)
@@ -662,20 +659,41 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if h := c.opts.Hooks.ReconcileEnd; h != nil {
 		h(key)
 	}
+	if panicked != nil {
+		c.afterPanic(ctx, key, panicked)
+		return true
+	}
 	c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds())
 	if am := c.opts.ArgoMetrics; am != nil {
 		am.OperationDone(c.clock.Since(start))
 	}
+	c.settle(key, requeueAfter, err)
+	return true
+}
+
+// afterPanic retries a key whose pass panicked, unless its workflow records the panic: that write's echo
+// brings the key back.
+func (c *Controller) afterPanic(ctx context.Context, key string, pv *panicked) {
+	if c.handlePanic(ctx, key, pv) {
+		c.queue.Forget(key)
+	} else {
+		c.retry(key)
+	}
+}
+
+// settle counts a pass by its result and queues its key again: with backoff after a failure, when the
+// pass asked after a success.
+func (c *Controller) settle(key string, requeueAfter time.Duration, err error) {
 	switch {
 	case errors.Is(err, errPassDeadline):
 		c.metrics.reconciles.WithLabelValues(resultDeadline).Inc()
 		c.log.Error("reconcile exceeded its deadline; abandoned and retrying with backoff", "workflow", key,
-			"deadline", c.opts.PassDeadline, "err", err)
+			"deadline", c.opts.PassDeadline, "passPhase", failedPhase(err), "err", err)
 		c.reportDeadline(key)
 		c.retry(key)
 	case err != nil:
 		c.metrics.reconciles.WithLabelValues(resultError).Inc()
-		c.log.Error("reconcile failed; retrying with backoff", "workflow", key, "err", err)
+		c.log.Error("reconcile failed; retrying with backoff", "workflow", key, "passPhase", failedPhase(err), "err", err)
 		c.retry(key)
 	default:
 		c.metrics.reconciles.WithLabelValues(resultSuccess).Inc()
@@ -685,7 +703,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			c.queue.AddAfter(key, requeueAfter)
 		}
 	}
-	return true
 }
 
 // admit decides whether key, just handed out, runs a pass (passdemand). A delayed entry whose change a

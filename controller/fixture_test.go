@@ -63,7 +63,10 @@ func newFixture(t *testing.T, opts Options, objects ...runtime.Object) *fixture 
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger, opts.Registry, opts.Recorder, opts.Clock = slog.New(slog.DiscardHandler), f.registry, f.recorder, f.clock
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Registry, opts.Recorder, opts.Clock = f.registry, f.recorder, f.clock
 	f.c, err = New(Clients{Kube: f.kube, Argo: f.argo, Dynamic: f.dynamic, WorkflowsREST: workflowsREST, Actions: actions}, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -91,14 +91,30 @@ type informerSet struct {
 }
 
 func (c *Controller) newInformers() (*informerSet, error) {
+	// Every informer is built and run directly, each ListerWatcher through the WrapListWatch seam (informer
+	// faults); argo's generated factory could not be shut down anyway.
+	s := &informerSet{}
+	c.newWorkflowInformers(s)
+	if err := c.newConfigMapInformers(s); err != nil {
+		return nil, err
+	}
+	if err := indexWorkflowObjects(s); err != nil {
+		return nil, err
+	}
+	s.actions = c.newActionInformer()
+	if err := c.addHandlers(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newWorkflowInformers caches the workflows of this instance and their pods and task results.
+func (c *Controller) newWorkflowInformers(s *informerSet) {
 	selector := common.LabelKeyWorkflow
 	instance := "!" + common.LabelKeyControllerInstanceID
 	if c.opts.InstanceID != "" {
 		instance = common.LabelKeyControllerInstanceID + "=" + c.opts.InstanceID
 	}
-	// Every informer is built and run directly, each ListerWatcher through the WrapListWatch seam (informer
-	// faults); argo's generated factory could not be shut down anyway.
-	s := &informerSet{}
 	workflows := c.dynamic.Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).Namespace(c.opts.Namespace)
 	s.workflows = cache.NewSharedIndexInformer(c.listWatch("workflows", instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return workflows.List(ctx, o) }, workflows.Watch),
@@ -113,7 +129,10 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	s.results = cache.NewSharedIndexInformer(c.listWatch("workflowtaskresults", selector+","+instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return results.List(ctx, o) }, results.Watch),
 		&wfv1.WorkflowTaskResult{}, c.opts.ResyncPeriod, cache.Indexers{})
+}
 
+// newConfigMapInformers caches the parameter ConfigMaps and the artifact-repositories ConfigMap.
+func (c *Controller) newConfigMapInformers(s *informerSet) error {
 	configMaps := c.kube.CoreV1().ConfigMaps(c.opts.Namespace)
 	s.configMaps = cache.NewSharedIndexInformer(c.listWatch("configmaps", common.LabelKeyConfigMapType+"="+common.LabelValueTypeConfigMapParameter,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -121,7 +140,7 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		}, configMaps.Watch),
 		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
 	if err := s.configMaps.SetTransform(stripManagedFields); err != nil {
-		return nil, fmt.Errorf("setting the configmaps informer transform: %w", err)
+		return fmt.Errorf("setting the configmaps informer transform: %w", err)
 	}
 	byName := fields.OneTermEqualSelector("metadata.name", engine.DefaultArtifactRepositoriesConfigMap).String()
 	s.artifactRepos = cache.NewSharedIndexInformer(c.selectedListWatch("configmaps", func(o *metav1.ListOptions) { o.FieldSelector = byName },
@@ -130,92 +149,111 @@ func (c *Controller) newInformers() (*informerSet, error) {
 		}, configMaps.Watch),
 		&corev1.ConfigMap{}, c.opts.ResyncPeriod, cache.Indexers{})
 	if err := s.artifactRepos.SetTransform(stripManagedFields); err != nil {
-		return nil, fmt.Errorf("setting the artifact-repositories informer transform: %w", err)
+		return fmt.Errorf("setting the artifact-repositories informer transform: %w", err)
 	}
+	return nil
+}
 
+// indexWorkflowObjects indexes workflows by UID, and pods and task results by their workflow's UID and key.
+func indexWorkflowObjects(s *informerSet) error {
 	for name, inf := range map[string]cache.SharedIndexInformer{"workflows": s.workflows, "pods": s.pods, "workflowtaskresults": s.results} {
 		if err := inf.SetTransform(stripManagedFields); err != nil {
-			return nil, fmt.Errorf("setting the %s informer transform: %w", name, err)
+			return fmt.Errorf("setting the %s informer transform: %w", name, err)
 		}
 		indexers := cache.Indexers{IndexWorkflowUID: indexByWorkflowUID}
 		if name != "workflows" {
 			indexers[IndexWorkflowKey] = indexByWorkflowKey
 		}
 		if err := inf.AddIndexers(indexers); err != nil {
-			return nil, fmt.Errorf("adding %s indexes: %w", name, err)
+			return fmt.Errorf("adding %s indexes: %w", name, err)
 		}
 	}
+	return nil
+}
+
+// addHandlers queues the workflow key of each change the informers see.
+func (c *Controller) addHandlers(s *informerSet) error {
 	if _, err := s.workflows.AddEventHandler(c.handler("workflows", cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(obj) },
-		UpdateFunc: func(old, obj any) {
-			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
-				c.cacheCaughtUp(n)
-				if c.ownEcho(n) {
-					// Nothing new to see; a late look still catches anything a pass left for its echo.
-					c.changedAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)
-					return
-				}
-				if c.heldForWrite(n) {
-					return // queued once the write's answer tells whether it is our echo
-				}
-				c.enqueueObject(obj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			c.forgetWrites(obj)
-			c.drainer.KeepGone(obj)
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if o, err := meta.Accessor(obj); err == nil {
-				c.podgc.Forget(o.GetUID())
-			}
-			c.forgetDeferred(obj)
-			c.enqueueObject(obj)
-		},
+		AddFunc:    func(obj any) { c.enqueueObject(obj) },
+		UpdateFunc: c.workflowUpdated,
+		DeleteFunc: c.workflowDeleted,
 	})); err != nil {
-		return nil, fmt.Errorf("adding workflow handlers: %w", err)
+		return fmt.Errorf("adding workflow handlers: %w", err)
 	}
-	owned := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			c.releaser.PodAdded(obj)
-			c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj))
-		},
-		UpdateFunc: func(old, obj any) {
-			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
-				c.releaser.PodUpdated(obj)
-				c.enqueueOwnerAfter(obj, c.informationalDelay(old, obj))
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if c.releaser.PodDeleted(obj) {
-				return // the echo of our own settling patch: about one pass per pod saved
-			}
-			c.enqueueOwner(obj)
-		},
-	}
-	s.actions = c.newActionInformer()
 	if _, err := s.actions.AddEventHandler(c.handler("workflowactions", cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueAction,
-		UpdateFunc: func(old, obj any) {
-			if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
-				c.drainer.Observed(obj)
-				c.enqueueAction(obj)
-			}
-		},
+		AddFunc:    c.enqueueAction,
+		UpdateFunc: c.actionUpdated,
 		DeleteFunc: func(obj any) {
 			c.drainer.Forget(obj)
 			c.enqueueAction(obj) // its record in appliedActions can be pruned
 		},
 	})); err != nil {
-		return nil, fmt.Errorf("adding workflowaction handlers: %w", err)
+		return fmt.Errorf("adding workflowaction handlers: %w", err)
 	}
+	owned := cache.ResourceEventHandlerFuncs{AddFunc: c.ownedAdded, UpdateFunc: c.ownedUpdated, DeleteFunc: c.ownedDeleted}
 	for name, inf := range map[string]cache.SharedIndexInformer{"pods": s.pods, "workflowtaskresults": s.results} {
 		if _, err := inf.AddEventHandler(c.handler(name, owned)); err != nil {
-			return nil, fmt.Errorf("adding %s handlers: %w", name, err)
+			return fmt.Errorf("adding %s handlers: %w", name, err)
 		}
 	}
-	return s, nil
+	return nil
+}
+
+func (c *Controller) workflowUpdated(old, obj any) {
+	o, n := old.(metav1.Object), obj.(metav1.Object)
+	if o.GetResourceVersion() == n.GetResourceVersion() {
+		return
+	}
+	c.cacheCaughtUp(n)
+	if c.ownEcho(n) {
+		// Nothing new to see; a late look still catches anything a pass left for its echo.
+		c.changedAfter(n.GetNamespace()+"/"+n.GetName(), c.opts.StatusCoalesceWindow)
+		return
+	}
+	if c.heldForWrite(n) {
+		return // queued once the write's answer tells whether it is our echo
+	}
+	c.enqueueObject(obj)
+}
+
+func (c *Controller) workflowDeleted(obj any) {
+	c.forgetWrites(obj)
+	c.drainer.KeepGone(obj)
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if o, err := meta.Accessor(obj); err == nil {
+		c.podgc.Forget(o.GetUID())
+	}
+	c.forgetDeferred(obj)
+	c.enqueueObject(obj)
+}
+
+func (c *Controller) actionUpdated(old, obj any) {
+	if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+		c.drainer.Observed(obj)
+		c.enqueueAction(obj)
+	}
+}
+
+// ownedAdded, ownedUpdated and ownedDeleted handle a workflow's pods and task results.
+func (c *Controller) ownedAdded(obj any) {
+	c.releaser.PodAdded(obj)
+	c.enqueueOwnerAfter(obj, c.informationalDelay(nil, obj))
+}
+
+func (c *Controller) ownedUpdated(old, obj any) {
+	if o, n := old.(metav1.Object), obj.(metav1.Object); o.GetResourceVersion() != n.GetResourceVersion() {
+		c.releaser.PodUpdated(obj)
+		c.enqueueOwnerAfter(obj, c.informationalDelay(old, obj))
+	}
+}
+
+func (c *Controller) ownedDeleted(obj any) {
+	if c.releaser.PodDeleted(obj) {
+		return // the echo of our own settling patch: about one pass per pod saved
+	}
+	c.enqueueOwner(obj)
 }
 
 // newActionInformer caches the WorkflowActions, indexed by the workflow each names (actions.IndexByWorkflow).

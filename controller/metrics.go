@@ -27,14 +27,16 @@ const (
 type metrics struct {
 	reconciles        *prometheus.CounterVec
 	reconcileDuration prometheus.Histogram
-	persists          *prometheus.CounterVec
-	staleSkips        prometheus.Counter
-	ownCopyPasses     prometheus.Counter
-	passesSkipped     prometheus.Counter
-	podsCreated       prometheus.Counter
-	podsStopped       prometheus.Counter
-	completed         *prometheus.CounterVec
-	ignoredPods       *prometheus.CounterVec
+	// phaseDuration times each phase of a pass, by its name (the Phase* constants).
+	phaseDuration *prometheus.HistogramVec
+	persists      *prometheus.CounterVec
+	staleSkips    prometheus.Counter
+	ownCopyPasses prometheus.Counter
+	passesSkipped prometheus.Counter
+	podsCreated   prometheus.Counter
+	podsStopped   prometheus.Counter
+	completed     *prometheus.CounterVec
+	ignoredPods   *prometheus.CounterVec
 	// compressedReads counts reads of status.compressedNodes by the controller's Inflater, by outcome (the
 	// extstatus.Inflate* constants); inflatedBytes what they decompressed.
 	compressedReads *prometheus.CounterVec
@@ -50,6 +52,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Reconcile passes by result (success, error, panic, deadline_exceeded)."}, []string{"result"}),
 		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_reconcile_duration_seconds",
 			Help: "Duration of one reconcile pass.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		phaseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "wfguard_phase_duration_seconds",
+			Help:    "Duration of one phase of a pass, by phase (retry_cleanup, drain_actions, find_missing_pods, merge_task_results, assess_pods, execute, apply_retry, persist, after_persist, effects).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"phase"}),
 		persists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_persist_total",
 			Help: "Workflow writes by outcome (updated, conflict, reapplied, refused, deferred, unstorable: the status could never be stored and the workflow was ended Error)."}, []string{"outcome"}),
 		staleSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: "wfguard_stale_cache_skips_total",
@@ -73,7 +78,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		nodesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_workflow_nodes_refused_total",
 			Help: "Workflow versions (UID and resourceVersion) whose nodes were refused, counted once each with the WorkflowNodesRefused Event, by reason (over_ratio, over_size, size_mismatch: status.compressedNodes; over_decoded_size: compressed or plain nodes that would decode to more than a workflow may take)."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
+	for _, name := range phaseNames {
+		m.phaseDuration.WithLabelValues(name)
+	}
+	for _, c := range []prometheus.Collector{m.reconciles, m.reconcileDuration, m.phaseDuration, m.persists, m.staleSkips, m.ownCopyPasses, m.passesSkipped, m.podsCreated, m.podsStopped, m.completed,
 		m.ignoredPods, m.compressedReads, m.inflatedBytes, m.nodesRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering controller metrics: %w", err)

@@ -106,12 +106,12 @@ func (c *Controller) reapply(ctx context.Context, p *pass, next []byte) (persist
 			return dropped, err
 		}
 		if latest.GetUID() != p.WF.UID {
-			c.log.Info("workflow was recreated during the pass; dropping the pass", "workflow", p.key)
+			p.log.Info("workflow was recreated during the pass; dropping the pass")
 			return dropped, nil
 		}
 		if reason := regression(latest, p.WF); reason != "" {
 			c.metrics.persists.WithLabelValues(persistRefused).Inc()
-			c.log.Info("not re-applying a pass that would regress the workflow", "workflow", p.key, "reason", reason)
+			p.log.Info("not re-applying a pass that would regress the workflow", "reason", reason)
 			return dropped, nil
 		}
 		latestJSON, err := latest.MarshalJSON()

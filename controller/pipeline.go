@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
@@ -13,11 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/podspec"
-	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
-	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/podfinalizer"
 	"github.com/wfguard/wfguard/podidentity"
 	"github.com/wfguard/wfguard/taskresult"
@@ -42,26 +42,40 @@ type pass struct {
 	waitingBefore map[string]time.Time
 	// start is the workflow's and its pod nodes' phases as the pass began (argo's phase-change metrics).
 	start passStart
+	// log is the controller's logger with the workflow's key and the phase running.
+	log *slog.Logger
+	// outcome is what the persist phase did with the pass.
+	outcome persistOutcome
+	// ended: a phase ended the pass before its last phase; the key is looked at again after endAfter.
+	ended    bool
+	endAfter time.Duration
 }
 
 // retrySoon asks for another pass shortly: this one deferred some of its work.
 func (p *pass) retrySoon() { p.RequeueBy(p.Now.Add(retrySoon)) }
 
-// phase is one named step of a running workflow's pass; status is the contract between phases.
-type phase struct {
-	name string
-	run  func(context.Context, *pass)
+// end ends the pass after the running phase; the key is looked at again after after.
+func (p *pass) end(after time.Duration) { p.ended, p.endAfter = true, after }
+
+// runningPhases are a running workflow's pass, in order: the phases that decide its next status in
+// memory, then the one write path. A failure of execute still writes what the pass decided: pods created
+// before it are found again by name next pass.
+func (c *Controller) runningPhases() []phase {
+	return append([]phase{
+		{name: PhaseRetryCleanup, run: c.cleanUpRetry},
+		{name: PhaseDrainActions, run: c.drainActions},
+		{name: PhaseFindMissingPods, run: c.findMissingPods},
+		{name: PhaseMergeTaskResults, run: c.reconcileTaskResults},
+		{name: PhaseAssessPods, run: assessPods},
+		{name: PhaseExecute, run: c.execute, partial: true},
+	}, c.writePath(c.applyEffects)...)
 }
 
-// decisionPhases decide a running workflow's next status in memory, in this order, before the engine
-// executes its templates and the pass is persisted.
-func (c *Controller) decisionPhases() []phase {
-	return []phase{
-		{"drain actions", c.drainActions},
-		{"find missing pods", c.findMissingPods},
-		{"merge task results", c.reconcileTaskResults},
-		{"assess pods", func(_ context.Context, p *pass) { engine.AssessNodes(&p.Pass) }},
-	}
+// retryPhases are the pass of a completed workflow a Retry runs again: the retried status and the
+// action's write-ahead record go in one write, then the action's outcome is reported.
+func (c *Controller) retryPhases(a *v1alpha1.WorkflowAction) []phase {
+	applyRetry := func(ctx context.Context, p *pass) error { return c.applyRetry(ctx, p, a) }
+	return append([]phase{{name: PhaseApplyRetry, run: applyRetry}}, c.writePath(c.reportActions)...)
 }
 
 // reconcile routes a key to its flow: a workflow that is gone, one that is completed, or one that runs.
@@ -149,101 +163,24 @@ func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unst
 	return c.collectAndExpire(ctx, wf, withSettled(pods, settled))
 }
 
-// reconcileRunning is the flow of a running workflow: the decision phases, execute, persist, then the
-// effects that must follow the write that records them (action outcomes, finalizer releases, pod GC).
+// reconcileRunning is the flow of a running workflow (runningPhases).
 func (c *Controller) reconcileRunning(ctx context.Context, p *pass) (time.Duration, error) {
-	if err := c.cleanUpRetry(ctx, p); err != nil {
-		return 0, err
-	}
-	for _, ph := range c.decisionPhases() {
-		ph.run(ctx, p)
-	}
-	if err := c.execute(ctx, p); err != nil {
-		// Pods created before the error are found again by name next pass; status from this pass is kept.
-		outcome, perr := c.persist(ctx, p)
-		if perr != nil {
-			return 0, fmt.Errorf("%w (and persisting the partial pass: %v)", err, perr)
-		}
-		c.afterPersist(p, outcome == written)
-		return 0, err
-	}
-	outcome, err := c.persist(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	if outcome == dropped {
-		// Our view lost to a newer one; the next pass starts from it.
-		return staleRequeue, nil
-	}
-	// A deferred pass continues like an unchanged one: it decided nothing the stored copy does not record
-	// (the same nodes fulfilled), so releases and pod GC may follow; its requeue writes it later. They decide
-	// from the stored copy itself, so I5 does not rest on informationalOnly alone.
-	persisted := p.WF
-	if outcome == deferred {
-		persisted = storedCopy(p)
-	}
-	c.afterPersist(p, outcome == written)
-	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
-		return 0, err
-	}
-	if err := c.applyEffects(ctx, p, persisted); err != nil {
-		return 0, err
-	}
-	return p.RequeueAfter(), nil
-}
-
-// storedCopy is the workflow a deferred pass started from: the stored copy that decides its effects.
-func storedCopy(p *pass) *wfv1.Workflow { return p.loaded.wf.DeepCopy() }
-
-// applyEffects follows a persisted pass. Intent first: outcomes and finalizer releases only follow the
-// write that records them, and both decide from what was persisted.
-func (c *Controller) applyEffects(ctx context.Context, p *pass, persisted *wfv1.Workflow) error {
-	actErr := c.drainer.Report(ctx, p.key, p.WF, p.Ext.AppliedActions)
-	if errors.Is(actErr, faultinject.ErrCrash) {
-		return actErr // a dead process releases nothing
-	}
-	settled, releaseErr := c.releaser.ReleasePersisted(ctx, persisted, p.Pods)
-	if err := errors.Join(actErr, releaseErr); err != nil {
-		return err
-	}
-	gcAfter, err := c.collectAndExpire(ctx, persisted, withSettled(p.Pods, settled))
-	if err != nil {
-		return err
-	}
-	if gcAfter > 0 {
-		p.RequeueBy(p.Now.Add(gcAfter))
-	}
-	return nil
-}
-
-// withSettled is pods with the copies a release just patched in place of the cached ones: the completed
-// label takes them out of the cache, so podGC decides about them from these copies.
-func withSettled(pods map[string]*corev1.Pod, settled []*corev1.Pod) map[string]*corev1.Pod {
-	if len(settled) == 0 {
-		return pods
-	}
-	out := make(map[string]*corev1.Pod, len(pods))
-	for id, pod := range pods {
-		out[id] = pod
-	}
-	for _, pod := range settled {
-		out[pod.Annotations[common.AnnotationKeyNodeID]] = pod
-	}
-	return out
+	return c.runFlow(ctx, p, c.runningPhases())
 }
 
 // drainActions is the action phase (actions.Drainer): pending actions are applied to the in-memory
 // workflow and recorded write-ahead in its status.
-func (c *Controller) drainActions(ctx context.Context, p *pass) {
+func (c *Controller) drainActions(ctx context.Context, p *pass) error {
 	recordFull, err := c.drainer.Drain(ctx, p.key, p.WF, p.Ext, p.Now)
 	if recordFull {
 		p.retrySoon() // the waiting actions are drained once recorded outcomes are reported
 	}
 	if err != nil {
 		// An action whose status cannot be written must not stall its workflow: retry it on a later pass.
-		c.log.Warn("reporting workflow actions", "workflow", p.key, "err", err)
+		p.log.Warn("reporting workflow actions", "err", err)
 		p.retrySoon()
 	}
+	return nil
 }
 
 // skipStale skips a cache copy older than our own last write (the stale-cache guard); the echo of our
@@ -263,6 +200,7 @@ func (c *Controller) newPass(key string, loaded *decoded, wf *wfv1.Workflow, ext
 		key:    key,
 		loaded: loaded,
 		start:  startOf(wf),
+		log:    c.log.With("workflow", key),
 		Pass: engine.Pass{
 			WF:      wf,
 			Ext:     &ext,
@@ -277,7 +215,7 @@ func (c *Controller) newPass(key string, loaded *decoded, wf *wfv1.Workflow, ext
 
 // reconcileTaskResults is the task-result phase (taskresult.Observer): it merges results from the cache
 // into nodes, reads past the cache where a node's wait needs it, and records what the pass saw.
-func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
+func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) error {
 	timeout, err := taskresult.TimeoutFor(p.WF, c.opts.TaskResultTimeout)
 	if err != nil {
 		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
@@ -292,6 +230,13 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) {
 		p.Events = append(p.Events, engine.Event{Reason: taskresult.ReasonReadPastCache,
 			Message: fmt.Sprintf("Node %s: its complete task result was read from the API server; the cache had not delivered it", name)})
 	}
+	return nil
+}
+
+// assessPods is the pod phase (engine.AssessNodes): each pod node takes its pod's state.
+func assessPods(_ context.Context, p *pass) error {
+	engine.AssessNodes(&p.Pass)
+	return nil
 }
 
 // ReasonInvalidAnnotation: a wfguard annotation on the workflow could not be read; its default applies.
@@ -302,7 +247,7 @@ const ReasonInvalidAnnotation = "InvalidAnnotation"
 // into "pod deleted" nor hide the pod a result is checked against. A final node's pod is not looked for:
 // it was labelled completed, which took it out of the cache. A pod found labelled completed while its
 // node is not final gets the label back (restoreWatch).
-func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
+func (c *Controller) findMissingPods(ctx context.Context, p *pass) error {
 	budget := c.opts.DirectReadBudget
 	for id, n := range p.WF.Status.Nodes {
 		// A departed pod (labelled completed by someone else, Releaser.Departed) is a stale copy: read now.
@@ -338,6 +283,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) {
 			delete(p.Pods, id)
 		}
 	}
+	return nil
 }
 
 // ReasonPodCompletedLabelRestored is the Warning Event on a workflow one of whose pods was labelled
@@ -350,7 +296,7 @@ func (c *Controller) restoreWatch(ctx context.Context, p *pass, n *wfv1.NodeStat
 	restored, err := c.releaser.RestoreWatch(ctx, p.WF, n, pod)
 	if err != nil {
 		// Assess it as read; the next pass reads it again and retries.
-		c.log.Warn("restoring the completed label of a pod whose node is not final", "workflow", p.key, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		p.log.Warn("restoring the completed label of a pod whose node is not final", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		p.retrySoon()
 	}
 	return restored
@@ -366,46 +312,4 @@ func (c *Controller) execute(ctx context.Context, p *pass) error {
 		return err
 	}
 	return c.engine.Execute(ctx, &p.Pass)
-}
-
-// afterPersist publishes what the persisted pass did: Events and metrics.
-func (c *Controller) afterPersist(p *pass, wrote bool) {
-	if !wrote {
-		return
-	}
-	nodeEvents := controllerconfig.CurrentOf(c.opts.Config).NodeEvents.IsEnabled()
-	for _, e := range p.Events {
-		if !nodeEvents && engine.IsNodeEvent(e.Reason) {
-			continue // the controller config's nodeEvents.enabled: false
-		}
-		typ := corev1.EventTypeNormal
-		if e.Warning {
-			typ = corev1.EventTypeWarning
-		}
-		c.recorder.Event(p.WF, typ, e.Reason, e.Message)
-	}
-	timeouts := 0
-	for _, e := range p.Events {
-		if e.Reason == taskresult.ReasonTimeout {
-			timeouts++
-		}
-	}
-	c.results.Persisted(p.key, p.WF, p.Ext, p.waitingBefore, timeouts, p.Now)
-	c.emitCustomMetrics(p)
-	c.reportPhaseChanges(p)
-	if p.WF.Status.Phase.Completed() {
-		c.throttle.Remove(p.key)
-		c.metrics.completed.WithLabelValues(string(p.WF.Status.Phase)).Inc()
-		c.log.Info("workflow completed", "workflow", p.key, "phase", p.WF.Status.Phase, "message", p.WF.Status.Message)
-	}
-}
-
-// emitCustomMetrics records the workflow's custom metrics of a persisted pass; the engine checked each one,
-// so a refusal here (another workflow declared the name since) is only logged, as argo logs it.
-func (c *Controller) emitCustomMetrics(p *pass) {
-	for _, em := range p.Metrics {
-		if err := c.custom.Emit(em); err != nil {
-			c.log.Warn("custom metric not recorded", "workflow", p.key, "err", err)
-		}
-	}
 }

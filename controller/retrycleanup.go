@@ -11,7 +11,6 @@ import (
 	"github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
-	"github.com/wfguard/wfguard/faultinject"
 	"github.com/wfguard/wfguard/retrycleanup"
 )
 
@@ -26,8 +25,7 @@ const (
 // DefaultRetryCleanupTimeout bounds how long a retried workflow waits for the previous run's pods to go.
 const DefaultRetryCleanupTimeout = retrycleanup.DefaultTimeout
 
-// retryCompleted applies a Retry to a completed workflow: the retried status and the action's write-ahead
-// record go in one write, then the action's outcome is reported. A refused Retry changes nothing; its
+// retryCompleted runs a Retry of a completed workflow (retryPhases). A refused Retry changes nothing; its
 // outcome is written and the remaining actions are settled on the next pass.
 func (c *Controller) retryCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions, a *v1alpha1.WorkflowAction) (time.Duration, error) {
 	// A completed workflow is not in the running decode cache; wf and ext may be shared with later passes
@@ -37,25 +35,20 @@ func (c *Controller) retryCompleted(ctx context.Context, key string, u *unstruct
 	if err != nil {
 		return 0, err
 	}
-	p := c.newPass(key, loaded, wf.DeepCopy(), copyExtensions(ext))
-	applied, err := c.drainer.ApplyToCompleted(ctx, key, p.WF, p.Ext, a, p.Now)
+	return c.runFlow(ctx, c.newPass(key, loaded, wf.DeepCopy(), copyExtensions(ext)), c.retryPhases(a))
+}
+
+// applyRetry is the Retry phase of a completed workflow's pass: the retried status and the action's
+// write-ahead record, in memory.
+func (c *Controller) applyRetry(ctx context.Context, p *pass, a *v1alpha1.WorkflowAction) error {
+	applied, err := c.drainer.ApplyToCompleted(ctx, p.key, p.WF, p.Ext, a, p.Now)
 	if !applied {
-		return retrySoon, err
+		p.end(retrySoon)
+		return err
 	}
 	p.Events = append(p.Events, engine.Event{Reason: ReasonWorkflowRetried,
 		Message: fmt.Sprintf("Workflow retried by %s: %s", a.Name, p.Ext.AppliedActions[len(p.Ext.AppliedActions)-1].Message)})
-	outcome, err := c.persist(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	if outcome != written {
-		return staleRequeue, nil // another write won: the next pass decides again from it
-	}
-	c.afterPersist(p, true)
-	if err := c.opts.Points.Hit(ctx, faultinject.PointAfterWorkflowPersist); err != nil {
-		return 0, err
-	}
-	return 0, c.drainer.Report(ctx, key, p.WF, p.Ext.AppliedActions)
+	return nil
 }
 
 // cleanUpRetry is the retry phase of a running pass (retrycleanup.Cleaner): while an applied Retry's cleanup

@@ -79,7 +79,7 @@ var reductions = []struct {
 // without what the pass merged (I10). Anything but a conflict or another permanent error is returned for
 // retry.
 func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (persistOutcome, error) {
-	c.log.Warn("the workflow's status cannot be stored; ending it Error", "workflow", p.key, "err", cause)
+	p.log.Warn("the workflow's status cannot be stored; ending it Error", "err", cause)
 	engine.EndWithError(&p.Pass, unstorableMessage+truncate.String(cause.Error(), maxCauseInMessage), unstorableNodeMessage)
 	stored, refused, err := c.storeEnded(ctx, p.WF, *p.Ext, p.loaded.resourceVersion)
 	if err != nil {
@@ -94,8 +94,8 @@ func (c *Controller) failUnstorable(ctx context.Context, p *pass, cause error) (
 		c.metrics.persists.WithLabelValues(persistUnstorable).Inc()
 		return dropped, fmt.Errorf("writing workflow %s: refused even without nodes: %w", p.key, refused)
 	}
-	c.log.Warn("the workflow cannot be stored even without nodes; ending it Error as last stored, without what the controller merged into it",
-		"workflow", p.key, "err", refused)
+	p.log.Warn("the workflow cannot be stored even without nodes; ending it Error as last stored, without what the controller merged into it",
+		"err", refused)
 	asStored := engine.Pass{WF: p.loaded.wf.DeepCopy(), Now: p.Now}
 	engine.EndWithError(&asStored, mergedUnstorableMessage+truncate.String(refused.Error(), maxCauseInMessage), unstorableNodeMessage)
 	ext := copyExtensions(p.loaded.ext) // the pass's action records go with the pass's effects: not stored
