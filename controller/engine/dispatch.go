@@ -15,21 +15,25 @@ type templateExecutor interface {
 	run(ctx context.Context, e *Engine, c *nodeCall, n *wfv1.NodeStatus) (*wfv1.NodeStatus, error)
 }
 
-// executors are the template kinds wfguard runs, each with its executor, named by the field a manifest
-// sets (argo's); executorOf finds one.
-var executors = []struct {
+// executors are the template kinds wfguard runs, each with the field a manifest sets it by (argo's), the
+// type of the node that runs it and its executor. A kind without a row is refused when its workflow starts
+// (unsupportedInTemplate) and errors its node if reached anyway (unrunnable).
+var executors = []executorRow{
+	{wfv1.TemplateTypeContainer, "container", wfv1.NodeTypePod, podTemplate{}},
+	{wfv1.TemplateTypeContainerSet, "containerSet", wfv1.NodeTypePod, podTemplate{}},
+	{wfv1.TemplateTypeScript, "script", wfv1.NodeTypePod, podTemplate{}},
+	{wfv1.TemplateTypeResource, "resource", wfv1.NodeTypePod, podTemplate{}},
+	{wfv1.TemplateTypeData, "data", wfv1.NodeTypePod, podTemplate{}},
+	{wfv1.TemplateTypeSuspend, "suspend", wfv1.NodeTypeSuspend, suspendTemplate{}},
+	{wfv1.TemplateTypeSteps, "steps", wfv1.NodeTypeSteps, stepsTemplate{}},
+	{wfv1.TemplateTypeDAG, "dag", wfv1.NodeTypeDAG, dagTemplate{}},
+}
+
+type executorRow struct {
 	kind     wfv1.TemplateType
 	field    string
+	nodeType wfv1.NodeType
 	executor templateExecutor
-}{
-	{wfv1.TemplateTypeContainer, "container", podTemplate{}},
-	{wfv1.TemplateTypeContainerSet, "containerSet", podTemplate{}},
-	{wfv1.TemplateTypeScript, "script", podTemplate{}},
-	{wfv1.TemplateTypeResource, "resource", podTemplate{}},
-	{wfv1.TemplateTypeData, "data", podTemplate{}},
-	{wfv1.TemplateTypeSuspend, "suspend", suspendTemplate{}},
-	{wfv1.TemplateTypeSteps, "steps", stepsTemplate{}},
-	{wfv1.TemplateTypeDAG, "dag", dagTemplate{}},
 }
 
 func executorOf(kind wfv1.TemplateType) (templateExecutor, bool) {
@@ -39,6 +43,16 @@ func executorOf(kind wfv1.TemplateType) (templateExecutor, bool) {
 		}
 	}
 	return nil, false
+}
+
+// nodeTypeOf is the type of the node that runs t (Pod for a kind without an executor: it errors as one).
+func nodeTypeOf(t *wfv1.Template) wfv1.NodeType {
+	for _, x := range executors {
+		if x.kind == t.GetType() {
+			return x.nodeType
+		}
+	}
+	return wfv1.NodeTypePod
 }
 
 // runExecutor is the last step of executeTemplate: the template kind's executor runs the node. A kind

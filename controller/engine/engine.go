@@ -507,18 +507,6 @@ type execOpts struct {
 	writtenRetryExpr string
 }
 
-func nodeTypeOf(t *wfv1.Template) wfv1.NodeType {
-	switch t.GetType() {
-	case wfv1.TemplateTypeSteps:
-		return wfv1.NodeTypeSteps
-	case wfv1.TemplateTypeDAG:
-		return wfv1.NodeTypeDAG
-	case wfv1.TemplateTypeSuspend:
-		return wfv1.NodeTypeSuspend
-	}
-	return wfv1.NodeTypePod
-}
-
 func inputsOf(t *wfv1.Template) *wfv1.Inputs {
 	if len(t.Inputs.Parameters) == 0 && len(t.Inputs.Artifacts) == 0 {
 		return nil

@@ -35,11 +35,11 @@ func unsupported(wf *wfv1.Workflow) error {
 func unsupportedInTemplate(t *wfv1.Template) []string {
 	var found []string
 	add := func(format string, args ...any) { found = append(found, fmt.Sprintf(format, args...)) }
-	switch {
-	case t.HTTP != nil:
-		add("http template (argo runs it in its agent pod, which wfguard does not run)")
-	case t.Plugin != nil:
-		add("plugin template (argo runs it in its agent pod, which wfguard does not run)")
+	// The kinds without an executor today are http and plugin, which argo runs in its agent pod.
+	if kind := t.GetType(); kind != wfv1.TemplateTypeUnknown {
+		if _, runs := executorOf(kind); !runs {
+			add("%s template (argo runs it in its agent pod, which wfguard does not run)", strings.ToLower(string(kind)))
+		}
 	}
 	found = append(found, unsupportedArtifacts(t)...)
 	for _, group := range t.Steps {
