@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -116,4 +118,20 @@ func phaseCount(t *testing.T, reg *prometheus.Registry, phase string) uint64 {
 	}
 	t.Fatalf("no series for phase %s", phase)
 	return 0
+}
+
+// docs/architecture.md's phase table is the running flow, in its order.
+func TestTheArchitecturePageListsTheRunningPhasesInOrder(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for _, ph := range (&Controller{}).runningPhases() {
+		at := strings.Index(string(doc), "| `"+ph.name+"` |")
+		if at <= last {
+			t.Fatalf("docs/architecture.md does not list phase %s after the ones before it (at %d, previous %d)", ph.name, at, last)
+		}
+		last = at
+	}
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,5 +68,18 @@ func TestANewTemplateKindIsOneExecutorAndOneRowOfTheTable(t *testing.T) {
 				t.Fatalf("ask = %+v; want an HTTP node that succeeded, then the next step", ask)
 			}
 		})
+	}
+}
+
+// docs/architecture.md's dispatch table names every kind the engine runs.
+func TestTheArchitecturePageNamesEveryKindTheEngineRuns(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range executors {
+		if !strings.Contains(string(doc), "`"+x.field+"`") || !strings.Contains(string(doc), "| `"+string(x.nodeType)+"` |") {
+			t.Errorf("docs/architecture.md's dispatch table lacks %s (node type %s)", x.field, x.nodeType)
+		}
 	}
 }
