@@ -110,19 +110,7 @@ func TestATemplateThatCallsItselfWithoutEndEndsTheWorkflowInOnePass(t *testing.T
 
 func TestAPassCreatesAtMostItsShareOfNodesAndTheFanOutGoesOnInTheNextPasses(t *testing.T) {
 	const items = MaxNodesPerPass + MaxNodesPerPass/2
-	var list []string
-	for i := range items {
-		list = append(list, fmt.Sprint(i))
-	}
-	manifest := fmt.Sprintf(`metadata: {name: wide, namespace: ns, uid: 33333333-3333-3333-3333-333333333333}
-spec:
-  entrypoint: main
-  templates:
-  - name: main
-    steps: [[{name: each, template: work, withItems: [%s]}]]
-  - name: work
-    container: {image: alpine, command: ["true"]}
-`, strings.Join(list, ","))
+	manifest := fanOut(items)
 	p, pods, err := onePass(t, context.Background(), manifest)
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ func (g *gatedPods) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	return g.recordingPods.CreatePod(ctx, pod)
 }
 
+// fanOut is a workflow whose one step group runs items pods at once.
 func fanOut(items int) string {
 	list := make([]string, items)
 	for i := range list {
