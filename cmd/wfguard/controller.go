@@ -311,22 +311,11 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	namespace := ""
-	if f.managedNamespace != "" && !f.namespaced {
-		log.Warn("--managed-namespace has no effect without --namespaced", "managedNamespace", f.managedNamespace)
+	namespace, err := f.watchedNamespace(log)
+	if err != nil {
+		return err
 	}
-	if f.namespaced {
-		namespace = f.managedNamespace
-		if namespace == "" {
-			namespace = os.Getenv("NAMESPACE")
-		}
-		if namespace == "" {
-			return fmt.Errorf("--namespaced needs --managed-namespace or $NAMESPACE")
-		}
-	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	argoMetrics, err := argometrics.New(registry, buildInfo())
+	registry, argoMetrics, err := newMetricsRegistry()
 	if err != nil {
 		return err
 	}
@@ -338,59 +327,10 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return err
 	}
 	defer faults.stop()
-	argo, err := versioned.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("building the argo client: %w", err)
-	}
 	ctx, stopConfig := context.WithCancel(ctx)
 	defer stopConfig()
-	settings, err := watchControllerConfig(ctx, config, f, registry, log)
-	if err != nil {
-		return err
-	}
-	instanceID := f.instanceID
-	if instanceID == "" {
-		instanceID = settings.Current().InstanceID // read once: the informers' selectors are built with it
-	}
-	settings.OnChange(func(c *argoconfig.Config) {
-		if f.instanceID == "" && c.InstanceID != instanceID {
-			log.Warn("the controller ConfigMap's instanceID changed; it takes effect at the next restart", "inForce", instanceID, "configured", c.InstanceID)
-		}
-	})
-	if f.leaderElectionID == "" {
-		f.leaderElectionID = "workflow-controller" // argo's Lease name, per instance ID
-		if instanceID != "" {
-			f.leaderElectionID += "-" + instanceID
-		}
-	}
-	recordKey, err := loadRecordKey(ctx, config, f, log)
-	if err != nil {
-		return err
-	}
-	opts := controller.Options{
-		Namespace: namespace, InstanceID: instanceID, Config: settings, Workers: f.workers, ExecutorImage: f.executorImage,
-		RecordKey:       recordKey,
-		RecordKeySecret: types.NamespacedName{Namespace: f.controllerNS, Name: f.recordKeySecret},
-		MemoizeTrust:    memoize.Trust(f.memoizeTrust),
-		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
-		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
-		StatusCoalesceWindow: f.coalesceWindow,
-		PassDeadline:         f.passDeadline,
-		MaxWorkflowSize:      f.maxWorkflowSize,
-		Logger:               log, Registry: registry,
-		ArgoMetrics: argoMetrics,
-	}
-	faults.apply(&opts)
-	clients, err := controller.NewClients(config, f.kubeContentType)
-	if err != nil {
-		return err
-	}
-	ctrl, err := controller.New(clients, opts)
-	if err != nil {
-		return err
-	}
-	argoMetrics.CountFrom(ctrl.WorkflowPhaseCounts, ctrl.PodPhaseCounts)
-	run, err := withCronWorkflows(config, f, opts, argo, argoMetrics, ctrl.Run)
+	ctrl, run, err := buildController(ctx, controllerParts{f: f, config: config, namespace: namespace,
+		registry: registry, argoMetrics: argoMetrics, log: log, faults: faults})
 	if err != nil {
 		return err
 	}
@@ -399,13 +339,132 @@ func serveController(ctx context.Context, f *controllerFlags, log *slog.Logger) 
 		return err
 	}
 	defer shutdownServers(servers, log)
+	return runAsLeader(ctx, leaderElection{config: config, f: f, log: log, ctrl: ctrl, argoMetrics: argoMetrics, run: run})
+}
 
-	if !f.leaderElect {
-		log.Info("leader election disabled; running")
-		argoMetrics.SetLeader(true)
-		return run(ctx)
+// watchedNamespace is the one namespace --namespaced watches; "" watches all.
+func (f *controllerFlags) watchedNamespace(log *slog.Logger) (string, error) {
+	if f.managedNamespace != "" && !f.namespaced {
+		log.Warn("--managed-namespace has no effect without --namespaced", "managedNamespace", f.managedNamespace)
 	}
-	return runWithLeaderElection(ctx, config, f, log, ctrl, argoMetrics, run)
+	if !f.namespaced {
+		return "", nil
+	}
+	namespace := f.managedNamespace
+	if namespace == "" {
+		namespace = os.Getenv("NAMESPACE")
+	}
+	if namespace == "" {
+		return "", fmt.Errorf("--namespaced needs --managed-namespace or $NAMESPACE")
+	}
+	return namespace, nil
+}
+
+// newMetricsRegistry is what /metrics serves: the Go runtime's and the process's collectors beside argo's
+// metrics.
+func newMetricsRegistry() (*prometheus.Registry, *argometrics.Metrics, error) {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	argoMetrics, err := argometrics.New(registry, buildInfo())
+	if err != nil {
+		return nil, nil, err
+	}
+	return registry, argoMetrics, nil
+}
+
+// controllerParts are what serveController made before the controller: its API client config (wrapped by
+// the metrics and faults), scope, metrics and log.
+type controllerParts struct {
+	f           *controllerFlags
+	config      *rest.Config
+	namespace   string
+	registry    *prometheus.Registry
+	argoMetrics *argometrics.Metrics
+	log         *slog.Logger
+	faults      *faults
+}
+
+// buildController makes the controller and what the leader runs (withCronWorkflows'). It waits for the
+// controller ConfigMap, watched until ctx ends.
+func buildController(ctx context.Context, p controllerParts) (*controller.Controller, func(context.Context) error, error) {
+	argo, err := versioned.NewForConfig(p.config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the argo client: %w", err)
+	}
+	opts, err := controllerOptions(ctx, p, argo)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.faults.apply(&opts)
+	clients, err := controller.NewClients(p.config, p.f.kubeContentType)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctrl, err := controller.New(clients, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.argoMetrics.CountFrom(ctrl.WorkflowPhaseCounts, ctrl.PodPhaseCounts)
+	run, err := withCronWorkflows(p.config, p.f, opts, argo, p.argoMetrics, ctrl.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ctrl, run, nil
+}
+
+// controllerOptions are the controller's options from the flags and the controller ConfigMap, which it
+// watches until ctx ends. It defaults --leader-election-id, which depends on the instance ID.
+func controllerOptions(ctx context.Context, p controllerParts, argo versioned.Interface) (controller.Options, error) {
+	settings, err := watchControllerConfig(ctx, p.config, p.f, p.registry, p.log)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	instanceID := instanceIDInForce(p.f, settings, p.log)
+	p.f.defaultLeaderElectionID(instanceID)
+	recordKey, err := loadRecordKey(ctx, p.config, p.f, p.log)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	f := p.f
+	return controller.Options{
+		Namespace: p.namespace, InstanceID: instanceID, Config: settings, Workers: f.workers, ExecutorImage: f.executorImage,
+		RecordKey:       recordKey,
+		RecordKeySecret: types.NamespacedName{Namespace: f.controllerNS, Name: f.recordKeySecret},
+		MemoizeTrust:    memoize.Trust(f.memoizeTrust),
+		StatusFinalizer: f.podStatusFinalizer, ResyncPeriod: 20 * time.Minute, Validate: controller.ArgoValidator(argo),
+		TaskResultTimeout: f.taskResultTimeout, OrphanSweepInterval: f.orphanSweep, ActionTTL: f.actionTTL,
+		StatusCoalesceWindow: f.coalesceWindow,
+		PassDeadline:         f.passDeadline,
+		MaxWorkflowSize:      f.maxWorkflowSize,
+		Logger:               p.log, Registry: p.registry,
+		ArgoMetrics: p.argoMetrics,
+	}, nil
+}
+
+// instanceIDInForce is --instanceid, else the ConfigMap's read once: the informers' selectors are built
+// with it, so a later change of the ConfigMap's only warns.
+func instanceIDInForce(f *controllerFlags, settings *controllerconfig.Watcher, log *slog.Logger) string {
+	instanceID := f.instanceID
+	if instanceID == "" {
+		instanceID = settings.Current().InstanceID
+	}
+	settings.OnChange(func(c *argoconfig.Config) {
+		if f.instanceID == "" && c.InstanceID != instanceID {
+			log.Warn("the controller ConfigMap's instanceID changed; it takes effect at the next restart", "inForce", instanceID, "configured", c.InstanceID)
+		}
+	})
+	return instanceID
+}
+
+// defaultLeaderElectionID is argo's Lease name, per instance ID, unless --leader-election-id names one.
+func (f *controllerFlags) defaultLeaderElectionID(instanceID string) {
+	if f.leaderElectionID != "" {
+		return
+	}
+	f.leaderElectionID = "workflow-controller"
+	if instanceID != "" {
+		f.leaderElectionID += "-" + instanceID
+	}
 }
 
 // loadRecordKey reads the record key from --record-key-secret in the controller's namespace, creating it
@@ -447,23 +506,38 @@ func watchControllerConfig(ctx context.Context, config *rest.Config, f *controll
 	return w, nil
 }
 
-// runWithLeaderElection runs run (the controller and what runs beside it) while this process leads.
-func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controllerFlags, log *slog.Logger, ctrl *controller.Controller,
-	argoMetrics *argometrics.Metrics, run func(context.Context) error) error {
-	identity := os.Getenv("LEADER_ELECTION_IDENTITY")
-	if identity == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("leader election needs $LEADER_ELECTION_IDENTITY or a hostname: %w", err)
-		}
-		identity = host
+// leaderElection is what runs while this process leads, and what the Lease and the reports of leading need.
+type leaderElection struct {
+	config      *rest.Config
+	f           *controllerFlags
+	log         *slog.Logger
+	ctrl        *controller.Controller
+	argoMetrics *argometrics.Metrics
+	run         func(context.Context) error // the controller and what runs beside it
+}
+
+// runAsLeader runs at once when leader election is off, else while this process leads.
+func runAsLeader(ctx context.Context, l leaderElection) error {
+	if !l.f.leaderElect {
+		l.log.Info("leader election disabled; running")
+		l.argoMetrics.SetLeader(true)
+		return l.run(ctx)
 	}
-	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(config, f.kubeContentType))
+	return runWithLeaderElection(ctx, l)
+}
+
+// runWithLeaderElection runs l.run while this process leads.
+func runWithLeaderElection(ctx context.Context, l leaderElection) error {
+	identity, err := leaderIdentity()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(controller.KubeClientConfig(l.config, l.f.kubeContentType))
 	if err != nil {
 		return fmt.Errorf("building the leader-election client: %w", err)
 	}
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: f.leaderElectionID, Namespace: f.leaderElectionNS},
+		LeaseMeta:  metav1.ObjectMeta{Name: l.f.leaderElectionID, Namespace: l.f.leaderElectionNS},
 		Client:     kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
@@ -473,22 +547,22 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 	leaderCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leaderelection.RunOrDie(leaderCtx, leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: f.leaderElectionID, ReleaseOnCancel: true,
+		Lock: lock, Name: l.f.leaderElectionID, ReleaseOnCancel: true,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 5 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				log.Info("became leader", "identity", identity, "lease", f.leaderElectionNS+"/"+f.leaderElectionID)
-				argoMetrics.SetLeader(true)
-				ran <- run(ctx)
+				l.log.Info("became leader", "identity", identity, "lease", l.f.leaderElectionNS+"/"+l.f.leaderElectionID)
+				l.argoMetrics.SetLeader(true)
+				ran <- l.run(ctx)
 				cancel()
 			},
 			OnStoppedLeading: func() {
-				argoMetrics.SetLeader(false)
-				log.Info("stopped leading", "identity", identity)
+				l.argoMetrics.SetLeader(false)
+				l.log.Info("stopped leading", "identity", identity)
 			},
 			OnNewLeader: func(id string) {
 				if id != identity {
-					log.Info("another controller leads; standing by", "leader", id)
+					l.log.Info("another controller leads; standing by", "leader", id)
 				}
 			},
 		},
@@ -498,10 +572,22 @@ func runWithLeaderElection(ctx context.Context, config *rest.Config, f *controll
 		return err
 	default:
 	}
-	if !ctrl.Started() {
+	if !l.ctrl.Started() {
 		return nil // never led
 	}
 	return <-ran
+}
+
+// leaderIdentity names this process in the Lease: $LEADER_ELECTION_IDENTITY, else the hostname.
+func leaderIdentity() (string, error) {
+	if identity := os.Getenv("LEADER_ELECTION_IDENTITY"); identity != "" {
+		return identity, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("leader election needs $LEADER_ELECTION_IDENTITY or a hostname: %w", err)
+	}
+	return host, nil
 }
 
 func startServers(f *controllerFlags, registry *prometheus.Registry, ctrl *controller.Controller, log *slog.Logger) ([]*http.Server, error) {
