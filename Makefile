@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check controller-deps build demo up generate bench chaos image
+.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check controller-deps funclimits mod-check build demo up generate bench chaos image
 
 all: build
 
@@ -94,8 +94,8 @@ generate:
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object paths=./actions/v1alpha1/... \
 		crd:crdVersions=v1 output:crd:artifacts:config=config/crd
 
-## lint: go vet + gofmt check + the controller binary links no playground or test package (controller-deps)
-lint: vet fmt-check controller-deps
+## lint: go vet + gofmt check + the controller binary links no playground or test package (controller-deps) + funclimits + mod-check
+lint: vet fmt-check controller-deps funclimits mod-check
 
 vet:
 	$(GO) vet ./...
@@ -104,6 +104,14 @@ vet:
 ## controller-deps: fail when cmd/wfguard (the image's binary) links sandbox/, test/, compat/, bench/ or internal/zipbomb
 controller-deps:
 	@GO=$(GO) hack/check-controller-deps.sh
+
+## funclimits: no product function over 60 lines, 6 parameters or cyclomatic complexity 20 (hack/funclimits)
+funclimits:
+	$(GO) run ./hack/funclimits
+
+## mod-check: go.mod and go.sum are tidy (direct imports marked direct)
+mod-check:
+	$(GO) mod tidy -diff
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
