@@ -137,15 +137,16 @@ func TestAPodWhoseNodeIDCollidesWithAnotherNodesMayNotChangeItsResult(t *testing
 			return outputOf(harness.NodeByName(wf, c.target+"[0].compile")) == "FORGED"
 		})
 	}
+	// Read while compile's pod holds after its report (the controller deletes results at completion).
+	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), c.compileID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	release()
 
 	done := e.WaitCompleted(wf.Name)
 	if args := mainArgs(e.PodOf(done, c.target+"[1].ship")); done.Status.Phase != wfv1.WorkflowSucceeded || !strings.Contains(args, "answer=real") {
 		t.Errorf("%s = %s, ship ran %q; want Succeeded with compile's own output answer=real", wf.Name, done.Status.Phase, args)
-	}
-	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), c.compileID, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	compiler := e.PodOf(done, c.target+"[0].compile")
 	if r.Annotations[taskresult.AnnotationWriterPodName] != compiler.Name || r.Annotations[taskresult.AnnotationWriterPodUID] != string(compiler.UID) {
@@ -196,17 +197,7 @@ func TestAResultAPodWithACollidingNodeIDCreatedFirstDecidesNothing(t *testing.T)
 }
 
 // outputOf is the node's output parameter out, "" when it has none.
-func outputOf(n *wfv1.NodeStatus) string {
-	if n == nil || n.Outputs == nil {
-		return ""
-	}
-	for _, p := range n.Outputs.Parameters {
-		if p.Name == "out" && p.Value != nil {
-			return p.Value.String()
-		}
-	}
-	return ""
-}
+func outputOf(n *wfv1.NodeStatus) string { return harness.OutputParameter(n, "out") }
 
 // collidingStepName finds a step name [a-z][a-z0-9]{6} whose node name, prefix+name, has the fnv32a hash
 // want (decimal), as argo's Workflow.NodeID computes it. fnv32a is (h ^ byte) * prime per byte and the prime
