@@ -256,7 +256,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) error {
 		// A departed pod (labelled completed by someone else, Releaser.Departed) is a stale copy: read now.
 		departed := p.Pods[id] != nil && c.releaser.IsDeparted(p.Pods[id])
 		if n.Type != wfv1.NodeTypePod || n.Phase.Fulfilled(n.TaskResultSynced) || (p.Pods[id] != nil && !departed) ||
-			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) {
+			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) || engine.NeverStarted(&n) {
 			continue
 		}
 		if budget <= 0 {
