@@ -76,7 +76,22 @@ func (e *env) runCodeSteps(name, code string, phase wfv1.WorkflowPhase) *wfv1.Wo
 		e.t.Fatalf("first run = %s, want %s\n%s", done.Status.Phase, phase, harness.Describe(done))
 	}
 	e.waitResultsDeleted()
+	e.waitSecondAfter(done.Status.FinishedAt) // its results were created before it finished
 	return done
+}
+
+// waitSecondAfter waits until the clock is past the second of t: objects created from then on have a later
+// creationTimestamp (1 s precision) than one created at t, as a retry made minutes after a failure has. The
+// merge ignores a result created before its pod only when the two seconds differ.
+func (e *env) waitSecondAfter(t metav1.Time) {
+	e.t.Helper()
+	next := t.Truncate(time.Second).Add(time.Second)
+	err := wait.PollUntilContextTimeout(e.t.Context(), 20*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+		return !time.Now().Before(next), nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // argoRetry runs argo's retry of wf with args and returns the generation argo's update gave the workflow,
@@ -184,10 +199,15 @@ func TestArgosRetryOfAWorkflowThatKeptItsResultsRerunsTheFailedStep(t *testing.T
 				Name: failed.Name, UID: failed.UID}}},
 		NodeResult: wfv1.NodeResult{Outputs: &wfv1.Outputs{Parameters: []wfv1.Parameter{{Name: "out", Value: wfv1.AnyStringPtr("code 1, run 1")}}}},
 	}
-	old, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(t.Context(), kept, metav1.CreateOptions{})
+	results := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace)
+	old, err := results.Create(t.Context(), kept, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) { // kept indeed (a controller that does not delete them)
+		old, err = results.Get(t.Context(), run.ID, metav1.GetOptions{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.waitSecondAfter(old.CreationTimestamp)
 	retried := e.argoRetry(failed, "-p", "code=0")
 	e.startController(envOptions{})
 
@@ -195,7 +215,7 @@ func TestArgosRetryOfAWorkflowThatKeptItsResultsRerunsTheFailedStep(t *testing.T
 	if got := outParam(harness.NodeByName(done, "argo-kept[1].run")); !strings.HasPrefix(got, "code 0") {
 		t.Errorf("run's output = %q, want the rerun's (code 0)", got)
 	}
-	if r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), run.ID, metav1.GetOptions{}); err == nil && r.UID == old.UID {
+	if r, err := results.Get(t.Context(), run.ID, metav1.GetOptions{}); err == nil && r.UID == old.UID {
 		t.Errorf("the first run's result is still there")
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
