@@ -63,8 +63,13 @@ spec:
     container: {image: alpine, command: [sh, -c, "exit {{inputs.parameters.code}}"]}
 `
 
-// outParam is node's output parameter out, "" without one.
-func outParam(n *wfv1.NodeStatus) string { return harness.OutputParameter(n, "out") }
+// wantOut checks node's output parameter out.
+func wantOut(t *testing.T, wf *wfv1.Workflow, node, want string) {
+	t.Helper()
+	if got := outputParam(harness.NodeByName(wf, node), "out"); got != want {
+		t.Errorf("%s's output = %q, want %q", node, got, want)
+	}
+}
 
 // runCodeSteps runs codeSteps as name (with code as the workflow parameter) to its completion, which must
 // be phase, and waits until the controller deleted its task results.
@@ -140,12 +145,8 @@ func TestArgosRetryRerunsTheFailedStepWithNewParameters(t *testing.T) {
 	failed := e.runCodeSteps("argo-retry", "1", wfv1.WorkflowFailed)
 
 	done := e.waitRetried(failed.Name, e.argoRetry(failed, "-p", "code=0"))
-	if got := outParam(harness.NodeByName(done, "argo-retry[1].run")); got != "code 0, run 2" {
-		t.Errorf("run's output = %q, want the rerun's %q", got, "code 0, run 2")
-	}
-	if got := outParam(harness.NodeByName(done, "argo-retry[0].prepare")); got != "code 0, run 1" {
-		t.Errorf("prepare's output = %q, want the first run's %q (argo's retry keeps succeeded steps)", got, "code 0, run 1")
-	}
+	wantOut(t, done, "argo-retry[1].run", "code 0, run 2")     // the rerun's
+	wantOut(t, done, "argo-retry[0].prepare", "code 0, run 1") // argo's retry keeps succeeded steps
 }
 
 // argo's retry of a succeeded workflow with --restart-successful and a node field selector reruns the
@@ -156,9 +157,7 @@ func TestArgosRetryRestartsTheSelectedSuccessfulStep(t *testing.T) {
 	succeeded := e.runCodeSteps("argo-restart", "0", wfv1.WorkflowSucceeded)
 
 	done := e.waitRetried(succeeded.Name, e.argoRetry(succeeded, "--restart-successful", "--node-field-selector", "displayName=run"))
-	if got := outParam(harness.NodeByName(done, "argo-restart[1].run")); got != "code 0, run 2" {
-		t.Errorf("run's output = %q, want the rerun's %q", got, "code 0, run 2")
-	}
+	wantOut(t, done, "argo-restart[1].run", "code 0, run 2") // the rerun's
 }
 
 // argo's memoized resubmit copies a failed workflow's succeeded steps into a new workflow and runs the
@@ -173,9 +172,7 @@ func TestArgosMemoizedResubmitRerunsTheFailedStep(t *testing.T) {
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("resubmitted workflow = %s %q, want Succeeded\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
 	}
-	if got := outParam(harness.NodeByName(done, name+"[1].run")); got != "code 0, run 1" {
-		t.Errorf("run's output = %q, want the resubmitted run's %q", got, "code 0, run 1")
-	}
+	wantOut(t, done, name+"[1].run", "code 0, run 1") // the resubmitted workflow's own run
 	if n := harness.NodeByName(done, name+"[0].prepare"); n == nil || n.Phase != wfv1.NodeSkipped {
 		t.Errorf("prepare = %v, want the memoized copy of the first run (Skipped)", n)
 	}
@@ -212,9 +209,7 @@ func TestArgosRetryOfAWorkflowThatKeptItsResultsRerunsTheFailedStep(t *testing.T
 	e.startController(envOptions{})
 
 	done := e.waitRetried(failed.Name, retried)
-	if got := outParam(harness.NodeByName(done, "argo-kept[1].run")); !strings.HasPrefix(got, "code 0") {
-		t.Errorf("run's output = %q, want the rerun's (code 0)", got)
-	}
+	wantOut(t, done, "argo-kept[1].run", "code 0, run 2") // the rerun's, not the kept "code 1, run 1"
 	if r, err := results.Get(t.Context(), run.ID, metav1.GetOptions{}); err == nil && r.UID == old.UID {
 		t.Errorf("the first run's result is still there")
 	} else if err != nil && !apierrors.IsNotFound(err) {

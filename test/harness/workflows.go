@@ -188,19 +188,6 @@ func NodeByName(wf *wfv1.Workflow, name string) *wfv1.NodeStatus {
 	return nil
 }
 
-// OutputParameter is the value of the node's output parameter name, "" when it has none (or n is nil).
-func OutputParameter(n *wfv1.NodeStatus, name string) string {
-	if n == nil || n.Outputs == nil {
-		return ""
-	}
-	for _, p := range n.Outputs.Parameters {
-		if p.Name == name && p.Value != nil {
-			return p.Value.String()
-		}
-	}
-	return ""
-}
-
 // Node is NodeByName, failing the test when the workflow has no such node.
 func (w *Workflows) Node(wf *wfv1.Workflow, name string) *wfv1.NodeStatus {
 	w.T.Helper()

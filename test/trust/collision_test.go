@@ -197,7 +197,17 @@ func TestAResultAPodWithACollidingNodeIDCreatedFirstDecidesNothing(t *testing.T)
 }
 
 // outputOf is the node's output parameter out, "" when it has none.
-func outputOf(n *wfv1.NodeStatus) string { return harness.OutputParameter(n, "out") }
+func outputOf(n *wfv1.NodeStatus) string {
+	if n == nil || n.Outputs == nil {
+		return ""
+	}
+	for _, p := range n.Outputs.Parameters {
+		if p.Name == "out" && p.Value != nil {
+			return p.Value.String()
+		}
+	}
+	return ""
+}
 
 // collidingStepName finds a step name [a-z][a-z0-9]{6} whose node name, prefix+name, has the fnv32a hash
 // want (decimal), as argo's Workflow.NodeID computes it. fnv32a is (h ^ byte) * prime per byte and the prime
