@@ -171,6 +171,7 @@ type Controller struct {
 	releaser      *podfinalizer.Releaser
 	retryCleanup  *retrycleanup.Cleaner
 	results       *taskresult.Observer
+	resultRemover *taskresult.Remover // deletes completed workflows' results and nodes' stale ones
 	podgc         *podgc.Collector
 	custom        *custommetrics.Registry // the workflows' own metrics (spec.metrics, templates' metrics)
 	recorder      record.EventRecorder
@@ -450,6 +451,7 @@ func (c *Controller) buildEngine() error {
 		return err
 	}
 	c.results = &taskresult.Observer{Client: c.argo, Budget: opts.DirectReadBudget, Recorder: c.recorder, Log: c.log, Metrics: resultMetrics}
+	c.resultRemover = &taskresult.Remover{Client: c.argo, InstanceSelector: c.instanceSelector()}
 	// A released lock wakes the workflows next in line for it.
 	c.locks = synchronization.NewManager(c.changed)
 	c.throttle = throttle.New(func() (int, int) {
@@ -468,6 +470,7 @@ func (c *Controller) buildEngine() error {
 	c.engine = &engine.Engine{
 		Locks:               c.locks,
 		Pods:                &podControl{kube: c.kube, metrics: c.metrics},
+		Results:             c.resultRemover,
 		PVCs:                pvcControl{kube: c.kube},
 		PDBs:                pdbControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},

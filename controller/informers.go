@@ -108,13 +108,19 @@ func (c *Controller) newInformers() (*informerSet, error) {
 	return s, nil
 }
 
+// instanceSelector is the label requirement of this controller's instance ID: its value, or, without one,
+// no instance label at all.
+func (c *Controller) instanceSelector() string {
+	if c.opts.InstanceID != "" {
+		return common.LabelKeyControllerInstanceID + "=" + c.opts.InstanceID
+	}
+	return "!" + common.LabelKeyControllerInstanceID
+}
+
 // newWorkflowInformers caches the workflows of this instance and their pods and task results.
 func (c *Controller) newWorkflowInformers(s *informerSet) {
 	selector := common.LabelKeyWorkflow
-	instance := "!" + common.LabelKeyControllerInstanceID
-	if c.opts.InstanceID != "" {
-		instance = common.LabelKeyControllerInstanceID + "=" + c.opts.InstanceID
-	}
+	instance := c.instanceSelector()
 	workflows := c.dynamic.Resource(wfv1.SchemeGroupVersion.WithResource("workflows")).Namespace(c.opts.Namespace)
 	s.workflows = cache.NewSharedIndexInformer(c.listWatch("workflows", instance,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return workflows.List(ctx, o) }, workflows.Watch),

@@ -136,6 +136,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 	c.decodes.forget(key)
 	c.completed.forget(key)
 	c.demand.Forget(key)
+	c.resultRemover.Forget(key)
 	c.closeWindow(key)
 	c.results.SetWaiting(key, 0)
 	c.locks.ReleaseWorkflow(key) // a deleted workflow's locks go to the next in line
@@ -221,8 +222,10 @@ func (c *Controller) reconcileTaskResults(ctx context.Context, p *pass) error {
 		p.Events = append(p.Events, engine.Event{Warning: true, Reason: ReasonInvalidAnnotation, Message: err.Error()})
 	}
 	p.TaskResultTimeout = timeout
-	obs := c.results.Observe(ctx, p.WF, p.Ext, p.Pods, c.resultsOf(p.key), p.Now)
+	cached := c.resultsOf(p.key)
+	obs := c.results.Observe(ctx, p.WF, p.Ext, p.Pods, cached, p.Now)
 	p.waitingBefore, p.Results, p.ResultUnverified = obs.WaitingBefore, obs.Results, obs.Unverified
+	p.StaleResults = taskresult.Stale(p.WF, cached, p.Pods)
 	if obs.RequeueSoon {
 		p.retrySoon()
 	}
@@ -253,7 +256,7 @@ func (c *Controller) findMissingPods(ctx context.Context, p *pass) error {
 		// A departed pod (labelled completed by someone else, Releaser.Departed) is a stale copy: read now.
 		departed := p.Pods[id] != nil && c.releaser.IsDeparted(p.Pods[id])
 		if n.Type != wfv1.NodeTypePod || n.Phase.Fulfilled(n.TaskResultSynced) || (p.Pods[id] != nil && !departed) ||
-			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) {
+			(!departed && p.Now.Sub(n.StartedAt.Time) < engine.PodMissingGrace) || engine.WaitingForLock(&n) || engine.NeverStarted(&n) {
 			continue
 		}
 		if budget <= 0 {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -65,6 +66,7 @@ func TestWhatACompletedWorkflowLeavesIsSettled(t *testing.T) {
 	applied := extstatus.Extensions{AppliedActions: []extstatus.AppliedAction{{UID: suspend.UID, Name: suspend.Name,
 		Outcome: string(actionsv1.PhaseSucceeded), Reason: "Applied", Message: "suspended"}}}
 	withGC := func(wf *wfv1.Workflow) { wf.Spec.PodGC = &wfv1.PodGC{Strategy: wfv1.PodGCOnWorkflowCompletion} }
+	result, foreign := resultOf(wf, step, wf.UID), resultOf(wf, podNode("other", wfv1.NodeSucceeded, t0), "deleted-wf-uid")
 	withTTL := func(finished time.Duration) func(*wfv1.Workflow) {
 		return func(wf *wfv1.Workflow) {
 			wf.Spec.TTLStrategy = &wfv1.TTLStrategy{SecondsAfterCompletion: ptr.To[int32](60)}
@@ -87,13 +89,24 @@ func TestWhatACompletedWorkflowLeavesIsSettled(t *testing.T) {
 			wantOutcomes: map[string]string{"suspend": "Succeeded Applied: suspended"}},
 		{sentence: "podGC on completion deletes its pods, the pod's UID a precondition",
 			edit: withGC, api: []runtime.Object{released}, cached: []runtime.Object{released},
-			wantKube: []string{"patch pods " + released.Name, "delete pods " + released.Name}, check: podDeletedWithUID(released.UID)},
+			wantKube: []string{"patch pods " + released.Name, "delete pods " + released.Name}, check: deletedWithUID(released.UID)},
 		{sentence: "a workflow past its ttlStrategy is deleted",
 			edit: withTTL(2 * time.Minute), wantArgo: []string{"delete workflows wf"}},
 		{sentence: "a workflow whose ttlStrategy is not due yet asks to be looked at again when it is",
 			edit: withTTL(20 * time.Second), wantRequeue: 40 * time.Second},
 		{sentence: "its mutex goes to the next in line and its parallelism slot is freed",
 			setup: holdMutexAndSlot, check: mutexAndSlotFreed},
+		{sentence: "its own task results go in argo's one call once its completion is stored",
+			api: []runtime.Object{result}, cached: []runtime.Object{result}, wantArgo: []string{"delete-collection workflowtaskresults"}},
+		{sentence: "beside another owner's result under its name, each own result is deleted by name and the other left",
+			api: []runtime.Object{result, foreign}, cached: []runtime.Object{result, foreign},
+			wantArgo: []string{"delete workflowtaskresults " + result.Name}},
+		{sentence: "a failed deletion is evented and tried again in 10s, and podGC still runs",
+			edit: withGC, api: []runtime.Object{released, result}, cached: []runtime.Object{released, result},
+			setup: failResultDeletes, wantArgo: []string{"delete-collection workflowtaskresults"},
+			wantKube:    []string{"patch pods " + released.Name, "delete pods " + released.Name},
+			wantEvents:  []string{"Warning TaskResultsDeleteFailed Its task results could not be deleted (tried again in 10s): "},
+			wantRequeue: 10 * time.Second},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			stored := wf.DeepCopy()
@@ -207,15 +220,32 @@ func mutexAndSlotFreed(t *testing.T, f *fixture, _ time.Duration) {
 	}
 }
 
-// podDeletedWithUID checks that the pod was deleted only if it still had uid: never a new pod of its name.
-func podDeletedWithUID(uid types.UID) func(*testing.T, *fixture, time.Duration) {
+// deletedWithUID checks that every pod deleted was deleted only if it still had one of uids: never a new
+// pod of its name. (argo's fake clientset drops DeleteOptions: task results cannot be checked so.)
+func deletedWithUID(uids ...types.UID) func(*testing.T, *fixture, time.Duration) {
 	return func(t *testing.T, f *fixture, _ time.Duration) {
 		for _, a := range f.kube.Actions() {
 			if del, ok := a.(clienttesting.DeleteAction); ok {
-				if p := del.GetDeleteOptions().Preconditions; p == nil || p.UID == nil || *p.UID != uid {
-					t.Errorf("deleted with preconditions %+v, want UID %s", p, uid)
+				if p := del.GetDeleteOptions().Preconditions; p == nil || p.UID == nil || !slices.Contains(uids, *p.UID) {
+					t.Errorf("deleted %s with preconditions %+v, want a UID of %v", del.GetName(), p, uids)
 				}
 			}
 		}
+	}
+}
+
+// resultOf is the finalized task result of node n of wf, owned by workflow UID owner.
+func resultOf(wf *wfv1.Workflow, n wfv1.NodeStatus, owner types.UID) *wfv1.WorkflowTaskResult {
+	return &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Namespace: wf.Namespace, Name: n.ID, UID: types.UID("result-" + n.ID),
+		Labels:          map[string]string{common.LabelKeyWorkflow: wf.Name, common.LabelKeyReportOutputsCompleted: "true"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: wf.Name, UID: owner}}}}
+}
+
+// failResultDeletes makes every deletion of a task result fail.
+func failResultDeletes(_ *testing.T, f *fixture) {
+	for _, verb := range []string{"delete", "delete-collection"} {
+		f.argo.PrependReactor(verb, "workflowtaskresults", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("etcd is down")
+		})
 	}
 }

@@ -13,6 +13,14 @@ import (
 	"github.com/wfguard/wfguard/taskresult"
 )
 
+// NeverStarted reports whether n is a pod node that never started: Pending without a start time, as argo's
+// memoized resubmit (workflow/util.FormulateResubmitWorkflow) copies a failed pod node into the new
+// workflow. Its pod was never created, so it cannot have been deleted; the execute phase creates it. Every
+// pod node wfguard creates records its start.
+func NeverStarted(n *wfv1.NodeStatus) bool {
+	return n.Type == wfv1.NodeTypePod && n.Phase == wfv1.NodePending && n.StartedAt.IsZero()
+}
+
 // PodMissingGrace is how long a node may lack its pod in the cache before the pod counts as deleted: the
 // informer can lag behind our own create.
 const PodMissingGrace = 10 * time.Second
@@ -47,8 +55,8 @@ func AssessNodes(p *Pass) {
 		case pod != nil:
 			assessPod(p, n, pod)
 			assessContainerNodes(p, n, pod)
-		case waitingForOldPod(n) || waitingForLock(n):
-			// Its pod was never created: the execute phase retries the create (waitForOldPod).
+		case waitingForOldPod(n) || waitingForLock(n) || NeverStarted(n):
+			// Its pod was never created: the execute phase creates it (waitForOldPod, rebuildNeverStarted).
 		case n.Phase.Completed() || p.Now.Sub(n.StartedAt.Time) < PodMissingGrace || p.Unverified[id]:
 			if !n.Phase.Completed() {
 				p.requeueBy(n.StartedAt.Add(PodMissingGrace))

@@ -85,6 +85,7 @@ func init() {
 		{"budget", (*Engine).budgetLeft},
 		{"depth", (*Engine).withinDepth},
 		{"old pod", (*Engine).retryOldPodWait},
+		{"never started", (*Engine).rebuildNeverStarted},
 		{"running pod", (*Engine).runningPodNode},
 		{"resolve", (*Engine).resolveCalled},
 		{"arguments", (*Engine).substituteArguments},
@@ -162,6 +163,16 @@ func (e *Engine) retryOldPodWait(_ context.Context, c *nodeCall) stepResult {
 			c.p.oldPodWaits = map[string]wfv1.NodeStatus{}
 		}
 		c.p.oldPodWaits[n.ID] = n
+		c.p.forgetNode(n.ID)
+	}
+	return next
+}
+
+// rebuildNeverStarted forgets a pod node that never started (NeverStarted) and has no pod: it is built and
+// its pod created below as a new node's, as argo creates the pod of a Pending node that has none.
+func (e *Engine) rebuildNeverStarted(_ context.Context, c *nodeCall) stepResult {
+	if n, ok := c.p.peekNode(c.name); ok && NeverStarted(&n) && c.p.Pods[n.ID] == nil {
+		forgetContainerNodes(c.p, n.ID)
 		c.p.forgetNode(n.ID)
 	}
 	return next

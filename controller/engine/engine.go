@@ -37,9 +37,18 @@ type PodControl interface {
 	DeletePod(ctx context.Context, pod *corev1.Pod) error
 }
 
+// ResultControl deletes a node's task result left by a previous run (taskresult.Remover).
+type ResultControl interface {
+	// Delete deletes the result if it is still the one given (its UID); one already gone is success.
+	Delete(ctx context.Context, r *wfv1.WorkflowTaskResult) error
+}
+
 // Engine runs argo templates over a workflow's status.
 type Engine struct {
 	Pods PodControl
+	// Results deletes the stale result of a node before its pod is created again (Pass.StaleResults); nil
+	// leaves such results alone.
+	Results ResultControl
 	// PVCs creates and deletes the claims of spec.volumeClaimTemplates; nil errors a workflow that has any.
 	PVCs PVCControl
 	// PDBs creates and deletes the budget of spec.podDisruptionBudget; nil errors a workflow that has one.
@@ -529,9 +538,12 @@ const createParallelism = 8
 // and creates it again (and fails the pass, to be retried); a rejection for good (admission, quota,
 // invalid spec) ends the node in Error, as the pod will never run nor report.
 func (e *Engine) createPods(ctx context.Context, p *Pass) error {
-	creates := p.creates
+	creates, staleErr := e.clearStaleResults(ctx, p, p.creates)
 	p.creates = nil
 	if len(creates) == 0 {
+		if staleErr != nil {
+			return &apiError{staleErr}
+		}
 		return nil
 	}
 	errs := fanout.Each(ctx, createParallelism, len(creates), func(i int) error {
@@ -560,10 +572,42 @@ func (e *Engine) createPods(ctx context.Context, p *Pass) error {
 			p.markPhase(n, wfv1.NodeError, err.Error())
 		}
 	}
-	if len(transient) > 0 {
-		return &apiError{errors.Join(transient...)}
+	if len(transient) > 0 || staleErr != nil {
+		return &apiError{errors.Join(append(transient, staleErr)...)}
 	}
 	return nil
+}
+
+// staleResultPoll is how soon a node held back for its stale result is looked at again (the deletion's
+// event normally brings the workflow back first).
+const staleResultPoll = time.Second
+
+// clearStaleResults deletes the stale result (Pass.StaleResults) of each node about to get its pod, before
+// the pod exists: the new executor would otherwise patch the previous run's result, which the merge ignores
+// as created before the pod, and the node would wait for a result that never comes. Such a node is not
+// created this pass (forgotten, as after a transient create error): the next pass creates it once the cache
+// no longer holds the deleted result, so no pass judges the new pod by the old result. It returns the
+// creates that go ahead, and the deletions that failed (their nodes are retried the same way).
+func (e *Engine) clearStaleResults(ctx context.Context, p *Pass, creates []podCreate) ([]podCreate, error) {
+	if e.Results == nil || len(p.StaleResults) == 0 {
+		return creates, nil
+	}
+	var now []podCreate
+	var errs []error
+	for _, c := range creates {
+		stale := p.StaleResults[c.nodeID]
+		if stale == nil {
+			now = append(now, c)
+			continue
+		}
+		if err := e.Results.Delete(ctx, stale); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the previous run's task result of node %s: %w", c.nodeName, err))
+		}
+		forgetContainerNodes(p, c.nodeID)
+		p.forgetNode(c.nodeID)
+		p.requeueBy(p.Now.Add(staleResultPoll))
+	}
+	return now, errors.Join(errs...)
 }
 
 // waitForOldPod keeps a node whose pod name is taken by an earlier workflow's pod Pending, saying so, and

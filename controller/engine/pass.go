@@ -30,6 +30,9 @@ type Pass struct {
 	ResultUnverified map[string]bool
 	// Results of this workflow (owner UID checked) by node ID, as read this pass (cache or past it).
 	Results map[string]*wfv1.WorkflowTaskResult
+	// StaleResults are this workflow's results left by a previous run, by node ID (taskresult.Stale): a
+	// node's is deleted before its pod is created again.
+	StaleResults map[string]*wfv1.WorkflowTaskResult
 	// TaskResultTimeout bounds a node's wait for its result after its pod ended.
 	TaskResultTimeout time.Duration
 	Now               time.Time

@@ -17,7 +17,6 @@ import (
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/extstatus"
@@ -55,7 +54,12 @@ func Run(ctx context.Context, opts Options) (bool, error) {
 		}
 	}()
 	argo := versioned.NewForConfigOrDie(sb.Config())
-	kube := kubernetes.NewForConfigOrDie(sb.Config())
+	// The controller deletes a completed workflow's results, as argo does: I1 is checked on what was written.
+	stopRecording, err := recordCompleteResults(ctx, argo)
+	if err != nil {
+		return false, err
+	}
+	defer stopRecording() // a second stop is a no-op
 	start := time.Now()
 	for _, ex := range examples {
 		if _, err := argo.ArgoprojV1alpha1().Workflows("demo").Create(ctx, ex.wf, metav1.CreateOptions{}); err != nil {
@@ -69,7 +73,7 @@ func Run(ctx context.Context, opts Options) (bool, error) {
 	}
 	fmt.Fprintf(opts.Out, "\nall workflows finished in %s\n\n", time.Since(start).Round(time.Millisecond))
 	ok := report(opts.Out, examples, final)
-	verdict, vok := checkInvariants(ctx, argo, kube, final)
+	verdict, vok := checkInvariants(stopRecording(), final)
 	fmt.Fprintln(opts.Out, verdict)
 	return ok && vok, nil
 }
@@ -191,17 +195,34 @@ func outputsOf(wf *wfv1.Workflow) string {
 	return strings.Join(parts, ", ")
 }
 
-// checkInvariants verifies I1 (no pod node Succeeded without its finalized task result) and I2 (no
-// successor pod created before its predecessors were fulfilled) on what the demo ran.
-func checkInvariants(ctx context.Context, argo versioned.Interface, kube kubernetes.Interface, final map[string]*wfv1.Workflow) (string, bool) {
-	results, err := argo.ArgoprojV1alpha1().WorkflowTaskResults("demo").List(ctx, metav1.ListOptions{})
+// recordCompleteResults watches the demo's task results from now on and records, by name, each one seen
+// finalized (report-outputs-completed=true). stop ends the watch and returns what it recorded.
+func recordCompleteResults(ctx context.Context, argo versioned.Interface) (stop func() map[string]bool, err error) {
+	w, err := argo.ArgoprojV1alpha1().WorkflowTaskResults("demo").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Sprintf("invariants: cannot list task results: %v", err), false
+		return nil, fmt.Errorf("watching task results: %w", err)
 	}
 	complete := map[string]bool{}
-	for _, r := range results.Items {
-		complete[r.Name] = r.Labels[common.LabelKeyReportOutputsCompleted] == "true"
-	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if r, ok := ev.Object.(*wfv1.WorkflowTaskResult); ok && r.Labels[common.LabelKeyReportOutputsCompleted] == "true" {
+				complete[r.Name] = true
+			}
+		}
+	}()
+	return func() map[string]bool {
+		w.Stop()
+		<-done
+		return complete
+	}, nil
+}
+
+// checkInvariants verifies I1 (no pod node Succeeded without its finalized task result: complete names the
+// results seen finalized) and I2 (no successor pod created before its predecessors were fulfilled) on what
+// the demo ran.
+func checkInvariants(complete map[string]bool, final map[string]*wfv1.Workflow) (string, bool) {
 	var violations []string
 	succeeded := 0
 	for _, wf := range final {

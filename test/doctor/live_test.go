@@ -174,8 +174,13 @@ func TestOnALiveControllerExplainNamesTheWaitAndARepairUnblocksTheNode(t *testin
 	if n.Phase != wfv1.NodeError || n.Message != "pod deleted" || n.Outputs == nil || len(n.Outputs.Parameters) != 1 {
 		t.Errorf("node %s %q outputs %+v", n.Phase, n.Message, n.Outputs)
 	}
-	if r, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), id, metav1.GetOptions{}); err != nil ||
-		r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
+	// The repair finalized the result; once the workflow completed the controller deletes it, as argo does.
+	r, err := e.argo.ArgoprojV1alpha1().WorkflowTaskResults(e.ns).Get(t.Context(), id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if now, getErr := e.argo.ArgoprojV1alpha1().Workflows(e.ns).Get(t.Context(), wf.Name, metav1.GetOptions{}); getErr != nil || !now.Status.Phase.Completed() {
+			t.Errorf("the result is gone while the workflow is not completed (%v)", getErr)
+		}
+	} else if err != nil || r.Labels[common.LabelKeyReportOutputsCompleted] != "true" {
 		t.Errorf("result %v %v", r, err)
 	}
 }

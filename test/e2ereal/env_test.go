@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/test/harness"
@@ -25,6 +27,39 @@ type env struct {
 	*harness.Workflows
 	t    *testing.T
 	ctrl *harness.Controller
+	// results keeps what argoexec wrote: the controller deletes a completed workflow's results, as argo does.
+	results *resultLog
+}
+
+// resultLog is the last version of each task result of a namespace, as a watch saw it, by name.
+type resultLog struct {
+	mu   sync.Mutex
+	last map[string]*wfv1.WorkflowTaskResult
+}
+
+// watchResults records every task result written in the env's namespace from now until the test ends.
+func (e *env) watchResults() {
+	e.t.Helper()
+	w, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatalf("watching task results: %v", err)
+	}
+	e.results = &resultLog{last: map[string]*wfv1.WorkflowTaskResult{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if r, ok := ev.Object.(*wfv1.WorkflowTaskResult); ok && ev.Type != watch.Deleted {
+				e.results.mu.Lock()
+				e.results.last[r.Name] = r.DeepCopy()
+				e.results.mu.Unlock()
+			}
+		}
+	}()
+	e.t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
 }
 
 // envFor is the env's handle on namespace ns: real pods take seconds each on this machine, and a
@@ -32,6 +67,7 @@ type env struct {
 func envFor(t *testing.T, ns string) *env {
 	e := &env{t: t, Workflows: harness.NewWorkflows(t, cp.Config(), ns)}
 	e.Timeout, e.Diagnose = 3*time.Minute, e.describePods
+	e.watchResults()
 	return e
 }
 
@@ -96,13 +132,16 @@ func (e *env) programLogs(pod *corev1.Pod, container string) string {
 	return strings.Join(kept, "")
 }
 
-// taskResult is the WorkflowTaskResult argoexec wrote for the node (named after the node ID).
+// taskResult is the WorkflowTaskResult argoexec wrote for the node (named after the node ID), as last
+// written: the controller deleted it when the workflow completed.
 func (e *env) taskResult(wf *wfv1.Workflow, nodeName string) *wfv1.WorkflowTaskResult {
 	e.t.Helper()
 	n := e.Node(wf, nodeName)
-	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(e.t.Context(), n.ID, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("reading the task result of %s: %v", nodeName, err)
+	e.results.mu.Lock()
+	defer e.results.mu.Unlock()
+	r := e.results.last[n.ID]
+	if r == nil {
+		e.t.Fatalf("no task result of %s (%s) was written", nodeName, n.ID)
 	}
 	return r
 }

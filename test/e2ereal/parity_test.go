@@ -117,7 +117,8 @@ func (e *env) assertPodsRanOn(node string) {
 }
 
 // observation is what the parity check compares: the workflow's phase and message, each node's type,
-// phase, message and outputs, and each task result's completion label and outputs, keyed by node name.
+// phase, message and outputs, and each task result's completion label and outputs as last written, keyed by
+// node name.
 type observation struct {
 	Phase, Message string
 	Nodes          map[string]string
@@ -132,11 +133,10 @@ func (e *env) observed(wf *wfv1.Workflow) observation {
 		names[n.ID] = n.Name
 		o.Nodes[n.Name] = fmt.Sprintf("%s %s %q outputs=%s", n.Type, n.Phase, n.Message, outputsOf(n.Outputs))
 	}
-	results, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).List(e.t.Context(), metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range results.Items {
+	// As written: the controller deletes a completed workflow's results.
+	e.results.mu.Lock()
+	defer e.results.mu.Unlock()
+	for _, r := range e.results.last {
 		o.TaskResults[names[r.Name]] = fmt.Sprintf("completed=%s outputs=%s",
 			r.Labels["workflows.argoproj.io/report-outputs-completed"], outputsOf(r.Outputs))
 	}

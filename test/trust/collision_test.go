@@ -137,15 +137,16 @@ func TestAPodWhoseNodeIDCollidesWithAnotherNodesMayNotChangeItsResult(t *testing
 			return outputOf(harness.NodeByName(wf, c.target+"[0].compile")) == "FORGED"
 		})
 	}
+	// Read while compile's pod holds after its report (the controller deletes results at completion).
+	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), c.compileID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	release()
 
 	done := e.WaitCompleted(wf.Name)
 	if args := mainArgs(e.PodOf(done, c.target+"[1].ship")); done.Status.Phase != wfv1.WorkflowSucceeded || !strings.Contains(args, "answer=real") {
 		t.Errorf("%s = %s, ship ran %q; want Succeeded with compile's own output answer=real", wf.Name, done.Status.Phase, args)
-	}
-	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), c.compileID, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	compiler := e.PodOf(done, c.target+"[0].compile")
 	if r.Annotations[taskresult.AnnotationWriterPodName] != compiler.Name || r.Annotations[taskresult.AnnotationWriterPodUID] != string(compiler.UID) {
