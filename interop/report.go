@@ -173,3 +173,15 @@ func WriteDifferences(w io.Writer, rows []Row) error {
 	}
 	return nil
 }
+
+// SetAside returns the row compared again without the lines set matches, under both controllers: what a
+// comparison leaves out, named by its caller.
+func (r Row) SetAside(set *regexp.Regexp) Row {
+	drop := func(res Result) Result {
+		res.Lines = slices.DeleteFunc(slices.Clone(res.Lines), set.MatchString)
+		return res
+	}
+	r.Argo, r.WFGuard = drop(r.Argo), drop(r.WFGuard)
+	r.Diff = firstDifference(r.Argo, r.WFGuard)
+	return r
+}
