@@ -4,13 +4,23 @@ package interop
 // share a name. The simulated node (compat.ExecutorModel) ends a container with 1 when its command holds a
 // literal failing exit, so `exit {{workflow.parameters.code}}` fails or succeeds by parameter.
 
-// twoSteps is a plain workflow: two steps, one after the other.
-const twoSteps = `apiVersion: argoproj.io/v1alpha1
+// sayTemplate is a container that succeeds, last in a manifest's templates.
+const sayTemplate = `  - name: say
+    container:
+      image: busybox
+      command: [echo, hello]
+`
+
+// workflowHead starts every Workflow manifest.
+const workflowHead = `apiVersion: argoproj.io/v1alpha1
 kind: Workflow
 metadata:
   generateName: {p}-
 spec:
-  entrypoint: main
+`
+
+// twoSteps is a plain workflow: two steps, one after the other.
+const twoSteps = workflowHead + `  entrypoint: main
   templates:
   - name: main
     steps:
@@ -18,20 +28,11 @@ spec:
         template: say
     - - name: b
         template: say
-  - name: say
-    container:
-      image: busybox
-      command: [echo, hello]
-`
+` + sayTemplate
 
 // approval waits at a suspend node for an answer (an output parameter supplied by node set or resume), then
 // echoes it; its exit handler runs on every ending.
-const approval = `apiVersion: argoproj.io/v1alpha1
-kind: Workflow
-metadata:
-  generateName: {p}-
-spec:
-  entrypoint: main
+const approval = workflowHead + `  entrypoint: main
   onExit: bye
   templates:
   - name: main
@@ -66,12 +67,7 @@ spec:
 `
 
 // gated waits at a gate, then runs two steps.
-const gated = `apiVersion: argoproj.io/v1alpha1
-kind: Workflow
-metadata:
-  generateName: {p}-
-spec:
-  entrypoint: main
+const gated = workflowHead + `  entrypoint: main
   templates:
   - name: main
     steps:
@@ -83,19 +79,10 @@ spec:
         template: say
   - name: gate
     suspend: {}
-  - name: say
-    container:
-      image: busybox
-      command: [echo, hello]
-`
+` + sayTemplate
 
 // failing runs a, then b, which exits with the parameter code (1 unless set).
-const failing = `apiVersion: argoproj.io/v1alpha1
-kind: Workflow
-metadata:
-  generateName: {p}-
-spec:
-  entrypoint: main
+const failing = workflowHead + `  entrypoint: main
   arguments:
     parameters:
     - name: code
@@ -107,15 +94,11 @@ spec:
         template: say
     - - name: b
         template: fail
-  - name: say
-    container:
-      image: busybox
-      command: [echo, hello]
   - name: fail
     container:
       image: busybox
       command: [sh, -c, "exit {{workflow.parameters.code}}"]
-`
+` + sayTemplate
 
 // template is a WorkflowTemplate with a parameter.
 const template = `apiVersion: argoproj.io/v1alpha1

@@ -3,7 +3,6 @@ package interop
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -17,10 +16,11 @@ import (
 // startServer starts `argo server` from bin/argo for namespace (namespaced, --auth-mode=server so it acts
 // with its kubeconfig's identity, plain HTTP, no UI files) and returns its address once it answers.
 func (e *Env) startServer(ctx context.Context, namespace, logPath string) (string, error) {
-	port, err := freePort()
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return "", err
 	}
+	port := ports[0]
 	p, err := controlplane.StartProcess("argo server", e.Argo, logPath, []string{"server",
 		"--kubeconfig=" + e.Kubeconfig, "--namespace=" + namespace, "--namespaced", "--managed-namespace=" + namespace,
 		"--auth-mode=server", "--secure=false", "--port=" + strconv.Itoa(port), "--browser=false"},
@@ -48,13 +48,4 @@ func (e *Env) startServer(ctx context.Context, namespace, logPath string) (strin
 		return "", fmt.Errorf("waiting for argo server on %s: %w\n%s", addr, err, p.LogTail(20))
 	}
 	return addr, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
