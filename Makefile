@@ -2,7 +2,7 @@
 GO        ?= go
 TEST_FLAGS ?= -count=1 -timeout=40m
 
-.PHONY: all tools argo-tools node-tools e2e-real test compat lint vet fmt-check controller-deps funclimits mod-check build demo up generate bench chaos image
+.PHONY: all tools argo-tools node-tools e2e-real test compat interop lint vet fmt-check controller-deps funclimits mod-check build demo up generate bench chaos image
 
 all: build
 
@@ -13,8 +13,8 @@ build:
 tools:
 	hack/tools/build.sh
 
-## argo-tools: build stock argo's workflow-controller (the differential suite's oracle) into bin/ from the
-## module proxy (cold ~10 min on 2 cores; a no-op when current).
+## argo-tools: build stock argo's workflow-controller (the differential suite's oracle), argo-client and argo's
+## CLI bin/argo (make interop's) into bin/ from the module proxy (cold ~10 min on 2 cores; a no-op when current).
 argo-tools:
 	hack/tools/build.sh argo
 
@@ -45,6 +45,17 @@ MIN_SAME ?= 0
 compat: tools argo-tools
 	$(GO) test -tags compat $(COMPAT_FLAGS) -run TestArgosExamplesUnderWFGuardAndStockArgo -v ./compat/ \
 		-args -compat.cases=$(CASES) -compat.min-same=$(MIN_SAME) -compat.corpus=$(or $(CORPUS),all)
+
+## interop: argo's own CLI (bin/argo, v3.7.9) drives one scenario per feature (submit, wait/watch, suspend/resume,
+## node set, stop/terminate, retry, resubmit, delete, cron, templates) under stock argo and under wfguard, in
+## kubernetes mode and through `argo server`, and compares exit codes, output and `argo get -o json`; prints a
+## table, writes interop/results/latest.txt, and fails on a difference docs/compatibility.md does not list as
+## deliberate. SCENARIOS=a,b runs some. make test runs a short form.
+INTEROP_FLAGS ?= -count=1 -timeout=40m
+SCENARIOS     ?=
+interop: tools argo-tools
+	$(GO) test -tags interop $(INTEROP_FLAGS) -run TestArgosCLIAndServerDriveWFGuardAsTheyDriveStockArgo -v ./interop/ \
+		-args -interop.scenarios=$(SCENARIOS)
 
 ## image: build the controller image offline (no docker, no base image pulled) into bin/wfguard-image.tar: cmd/wfguard only,
 ## a static linux binary, user 65532, no shell. IMAGE names it; IMAGE_ARCH picks the architecture; IMAGE_DIR the folder. Load it with

@@ -93,7 +93,7 @@ func StartOracle(ctx context.Context, config *rest.Config, opts OracleOptions) (
 	if opts.Burst == 0 {
 		opts.Burst = 100
 	}
-	if err := createConfigMap(ctx, config, opts.Namespace, opts.ConfigData); err != nil {
+	if err := CreateConfigMap(ctx, config, opts.Namespace, opts.ConfigData); err != nil {
 		return nil, err
 	}
 	o := &Oracle{}
@@ -131,7 +131,9 @@ func (o *Oracle) removeTemp() {
 	}
 }
 
-func createConfigMap(ctx context.Context, config *rest.Config, namespace string, data map[string]string) error {
+// CreateConfigMap creates (or updates) argo's workflow-controller-configmap in namespace: metrics and
+// telemetry off (their fixed ports would clash), then data.
+func CreateConfigMap(ctx context.Context, config *rest.Config, namespace string, data map[string]string) error {
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("creating argo's ConfigMap: %w", err)
@@ -176,14 +178,20 @@ func ArgoModuleDir(root string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// expectedArgoStamp is what hack/tools/build.sh argo writes next to the binary: the first 16 hex digits of
-// sha256(go.mod + go.sum of hack/tools/argo + the Go version + "\n").
+// expectedArgoStamp is what hack/tools/build.sh argo writes next to the workflow-controller (ToolStamp of
+// hack/tools/argo).
 func expectedArgoStamp(root string) (string, error) {
+	return ToolStamp(filepath.Join(root, "hack", "tools", "argo"))
+}
+
+// ToolStamp is what hack/tools/build.sh writes next to a binary it builds from the tools module in dir: the
+// first 16 hex digits of sha256(go.mod + go.sum + the Go version + "\n").
+func ToolStamp(dir string) (string, error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(root, "hack", "tools", "argo", f))
+		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
-			return "", fmt.Errorf("reading the argo tools module to check the binary's stamp: %w", err)
+			return "", fmt.Errorf("reading the tools module %s to check a binary's stamp: %w", dir, err)
 		}
 		h.Write(data)
 	}

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fails when the controller binary (cmd/wfguard, the only binary in the image) links the playground or test
-# code: sandbox/ (an embedded control plane and a simulated node, cmd/wfguard-sandbox's), test/, compat/,
+# code: sandbox/ (an embedded control plane and a simulated node, cmd/wfguard-sandbox's), test/, compat/, interop/,
 # bench/ or internal/zipbomb (hostile test data). Each offender is named with the linked packages that import it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 
 module=$($GO list -m)
-forbidden="^$module/(sandbox|test|compat|bench|internal/zipbomb)(/|$)"
+forbidden="^$module/(sandbox|test|compat|interop|bench|internal/zipbomb)(/|$)"
 deps=$($GO list -deps -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./cmd/wfguard)
 offenders=$(cut -d' ' -f1 <<<"$deps" | grep -E "$forbidden" || true)
 if [ -z "$offenders" ]; then

@@ -7,7 +7,8 @@
 #                              (module hack/tools; make tools, which make test needs)
 #   hack/tools/build.sh argo   stock Argo's workflow-controller, the oracle of issue #16 (module
 #                              hack/tools/argo, with argo's own dependency versions; make argo-tools,
-#                              cold ~10 min on 2 cores; not part of make tools or make test)
+#                              cold ~10 min on 2 cores), argo-client, and argo's CLI bin/argo (also
+#                              `argo server`) for make interop (module hack/tools/argocli)
 #   hack/tools/build.sh node   the real node of issue #18 (make e2e-real): apt's containerd, runc, CNI
 #                              plugins and busybox-static; kubelet (the control plane's
 #                              flags; module hack/tools/node); argoexec (module hack/tools/argoexec); the images as local tarballs
@@ -48,14 +49,16 @@ argo_ldflags() { # version
   echo "-s -w -X $argo_mod.version=$1 -X $argo_mod.gitTag=$1 -X $argo_mod.gitTreeState=clean -extldflags -static"
 }
 
-# restore_argo_module copies argo's module (read-only in the module cache, and its zip lacks the symlink
-# workflow/executor/osspecific/signal_linux.go -> signal_darwin.go) to hack/tools/argoexec/argo-workflows
-# and restores that file as a copy, so that argoexec builds on linux.
-restore_argo_module() {
-  local version src dst=$tools/argoexec/argo-workflows
+# restore_argo_module copies argo's module (read-only in the module cache) to <module-dir>/argo-workflows, for a
+# module that replaces argo with that copy, and restores there what argo's module zip lacks: the symlink
+# workflow/executor/osspecific/signal_linux.go -> signal_darwin.go (as a copy, so that argoexec builds on
+# linux) and ui/dist/app, the UI argo builds with yarn (an empty index.html, as argo's Makefile touches one
+# without STATIC_FILES, so that argo's CLI, whose server embeds it, builds).
+restore_argo_module() { # module-dir
+  local version src dir=$1 dst=$1/argo-workflows
   version=$(argo_version "$root/go.mod")
-  if [[ "$(argo_version "$tools/argoexec/go.mod")" != "$version" ]]; then
-    echo "tools: $argo_mod is $version in go.mod but $(argo_version "$tools/argoexec/go.mod") in hack/tools/argoexec/go.mod" >&2
+  if [[ "$(argo_version "$dir/go.mod")" != "$version" ]]; then
+    echo "tools: $argo_mod is $version in go.mod but $(argo_version "$dir/go.mod") in ${dir#"$root"/}/go.mod" >&2
     exit 1
   fi
   if [[ -f "$dst/.version" && "$(cat "$dst/.version")" == "$version" ]]; then
@@ -66,8 +69,10 @@ restore_argo_module() {
   cp -r "$src" "$dst"
   chmod -R u+w "$dst"
   cp "$dst/workflow/executor/osspecific/signal_darwin.go" "$dst/workflow/executor/osspecific/signal_linux.go"
+  mkdir -p "$dst/ui/dist/app"
+  : >"$dst/ui/dist/app/index.html"
   echo "$version" >"$dst/.version"
-  echo "tools: copied $argo_mod@$version to $dst with signal_linux.go restored"
+  echo "tools: copied $argo_mod@$version to $dst with signal_linux.go and an empty ui/dist/app/index.html"
 }
 # The node's packages from Debian: only their binaries are used (no service is enabled or started).
 install_node_packages() {
@@ -115,12 +120,16 @@ argo)
   # so it reuses the controller's compiled packages (~1 min warm).
   client_stamp=$(cat <(echo "$stamp") "$tools/argo/argoclient/main.go" | sha256sum | cut -c1-16)
   build "$tools/argo" "$client_stamp" "$ldflags" argo-client ./argoclient CGO_ENABLED=0
+  # argo's own CLI (cmd/argo, which also runs `argo server`) for make interop: module hack/tools/argocli, the
+  # same dependency versions, argo replaced by a copy holding the empty UI (restore_argo_module).
+  restore_argo_module "$tools/argocli"
+  build "$tools/argocli" "$(stamp_of "$tools/argocli")" "$ldflags" argo $argo_mod/cmd/argo CGO_ENABLED=0
   ;;
 node)
   install_node_packages
   # kubelet: module hack/tools/node, the control plane's k8s.io/kubernetes, versions, flags and replace block.
   build "$tools/node" "$(stamp_of "$tools/node")" "$k8s_ldflags" kubelet k8s.io/kubernetes/cmd/kubelet
-  restore_argo_module
+  restore_argo_module "$tools/argoexec"
   build "$tools/argoexec" "$(stamp_of "$tools/argoexec")" "$argo_ldflags" argoexec \
     github.com/argoproj/argo-workflows/v3/cmd/argoexec CGO_ENABLED=0
   images=$tools/nodeimages

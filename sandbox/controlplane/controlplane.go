@@ -128,7 +128,7 @@ func startOnce(ctx context.Context, opts Options) (cp *ControlPlane, err error) 
 		}
 	}()
 
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return cp, err
 	}
@@ -387,7 +387,8 @@ func waitFor(ctx context.Context, p *Process, timeout time.Duration, ready func(
 	}
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n ports free on 127.0.0.1 when it looked.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
 	defer func() {
