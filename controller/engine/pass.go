@@ -200,6 +200,15 @@ type nodeAt struct {
 	name, display, template, boundary string
 }
 
+// localScopeName names the workflow in a local TemplateScope: argo runs a workflowTemplateRef's workflow
+// from an unnamed copy of its stored spec, so its local nodes record "local/" and the others "local/NAME".
+func (p *Pass) localScopeName() string {
+	if p.WF.Spec.WorkflowTemplateRef != nil {
+		return ""
+	}
+	return p.WF.Name
+}
+
 // newNode records a node; its ID is argo's NodeID(name), so IDs are stable across passes and restarts.
 func (p *Pass) newNode(at nodeAt, typ wfv1.NodeType, phase wfv1.NodePhase, message string) *wfv1.NodeStatus {
 	n := &wfv1.NodeStatus{
@@ -208,7 +217,7 @@ func (p *Pass) newNode(at nodeAt, typ wfv1.NodeType, phase wfv1.NodePhase, messa
 		DisplayName:   at.display,
 		Type:          typ,
 		TemplateName:  at.template,
-		TemplateScope: p.base.scopeString(p.WF.Name),
+		TemplateScope: p.base.scopeString(p.localScopeName()),
 		BoundaryID:    at.boundary,
 		Phase:         phase,
 		Message:       message,

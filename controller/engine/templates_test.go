@@ -226,3 +226,22 @@ spec:
 		t.Errorf("the dependent of the errored task = %+v, want Omitted", after)
 	}
 }
+
+func TestANodesTemplateScopeIsArgos(t *testing.T) {
+	ref := &wfv1.WorkflowTemplateRef{Name: "lib"}
+	for _, tc := range []struct {
+		sentence string
+		ref      *wfv1.WorkflowTemplateRef
+		base     templateBase
+		want     string
+	}{
+		{"a workflow's own template names the workflow", nil, templateBase{}, "local/wf"},
+		{"a workflowTemplateRef's workflow runs an unnamed copy of the stored spec, as argo's execWf", ref, templateBase{}, "local/"},
+		{"a templateRef names its WorkflowTemplate in either", ref, templateBase{wfv1.ResourceScopeNamespaced, "lib"}, "namespaced/lib"},
+	} {
+		p := &Pass{WF: &wfv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "wf"}, Spec: wfv1.WorkflowSpec{WorkflowTemplateRef: tc.ref}}, base: tc.base}
+		if got := p.newNode(nodeAt{name: "wf"}, wfv1.NodeTypeSteps, wfv1.NodeRunning, "").TemplateScope; got != tc.want {
+			t.Errorf("%s: TemplateScope = %q, want %q", tc.sentence, got, tc.want)
+		}
+	}
+}
