@@ -141,7 +141,12 @@ func (r *Reconciler) submit(ctx context.Context, p *pass, t time.Time) error {
 	if !cwf.Status.HasActiveUID(created.UID) && !(recorded && created.Status.Fulfilled()) {
 		cwf.Status.Active = append(cwf.Status.Active, activeRef(created))
 	}
+	// As argo's run: the phase and the schedule in force are recorded when a run starts, not on first sight.
 	cwf.Status.Phase = wfv1.ActivePhase
+	if cwf.Annotations == nil {
+		cwf.Annotations = map[string]string{}
+	}
+	cwf.Annotations[annotationLastUsedSchedule] = scheduleKey(&cwf.Spec)
 	cwf.Status.LastScheduledTime = &metav1.Time{Time: t}
 	cwf.Status.Conditions.RemoveCondition(wfv1.ConditionTypeSubmissionError)
 	p.report(func() { r.reportRun(cwf, created, outcome, t.UTC().Format(time.RFC3339)) })

@@ -124,9 +124,6 @@ func (r *Reconciler) decide(ctx context.Context, key string, p *pass) error {
 	if stopped(p.cwf) {
 		return nil
 	}
-	if p.cwf.Status.Phase == "" {
-		p.cwf.Status.Phase = wfv1.ActivePhase
-	}
 	due, ok := r.dueRun(key, p)
 	if !ok {
 		return nil
@@ -179,13 +176,9 @@ func (r *Reconciler) dueRun(key string, p *pass) (time.Time, bool) {
 	r.trackedMu.Lock()
 	known, ok := r.tracked[key]
 	r.trackedMu.Unlock()
+	// argo records the schedule only when a run starts (startRun), so a run's tick is caught up only under
+	// the schedule that started the previous run.
 	unchanged := p.cwf.Annotations[annotationLastUsedSchedule] == schedule
-	if !unchanged {
-		if p.cwf.Annotations == nil {
-			p.cwf.Annotations = map[string]string{}
-		}
-		p.cwf.Annotations[annotationLastUsedSchedule] = schedule
-	}
 	last := p.cwf.Status.LastScheduledTime
 	if !ok || known.uid != p.cwf.UID || known.schedule != schedule {
 		if !ok && unchanged && last != nil {

@@ -13,11 +13,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// lastUsedSchedule is argo's record of the schedule in force when a CronWorkflow last started a run.
+const lastUsedSchedule = "cronworkflows.argoproj.io/last-used-schedule"
+
 func TestACronWorkflowRunsOnSchedule(t *testing.T) {
 	e := newEnv(t)
 	r := e.startReconciler()
 	cwf := e.createCron(cronManifest("nightly", "pass", ""))
 
+	e.synced(r, cwf)
+	if c := e.cron("nightly"); c.Status.Phase != "" || c.Annotations[lastUsedSchedule] != "" {
+		t.Errorf("before its first run: phase %q, %s %q; argo records neither until a run starts",
+			c.Status.Phase, lastUsedSchedule, c.Annotations[lastUsedSchedule])
+	}
 	e.tick(minute(1), r)
 	first := e.waitRun(runName("nightly", minute(1)))
 	t.Run("the run carries argo's labels, annotation and owner reference", func(t *testing.T) {
@@ -47,6 +55,9 @@ func TestACronWorkflowRunsOnSchedule(t *testing.T) {
 	}
 	if status.Status.Phase != wfv1.ActivePhase {
 		t.Errorf("phase = %q, want Active", status.Status.Phase)
+	}
+	if got := status.Annotations[lastUsedSchedule]; got != cwf.Spec.GetScheduleWithTimezoneString() {
+		t.Errorf("%s = %q once a run started, want %q", lastUsedSchedule, got, cwf.Spec.GetScheduleWithTimezoneString())
 	}
 
 	e.tick(minute(2), r)
