@@ -222,8 +222,14 @@ func (r *dagRun) linker(deps []string) func(childID string) {
 			return
 		}
 		for _, d := range deps {
-			if dn := r.p.node(r.node.Name + "." + d); dn != nil {
-				r.p.addChild(dn, childID)
+			dn, ok := r.p.peekNode(r.node.Name + "." + d)
+			if !ok {
+				continue
+			}
+			for _, id := range r.p.outboundNodes(dn.ID) {
+				if out := r.p.nodeByID(id); out != nil {
+					r.p.addChild(out, childID)
+				}
 			}
 		}
 	}
@@ -395,12 +401,15 @@ func (e *Engine) assessDAG(p *Pass, dagName string, tmpl *wfv1.Template, exprs m
 	}
 	sc := e.dagScope(p, node, tmpl)
 	if shutdown(p).Enabled() {
-		return p.markPhase(node, wfv1.NodeFailed, ""), nil
+		p.setOutbound(dagName, targetNodes(p, dagName, tmpl, exprs))
+		return p.markPhase(p.node(dagName), wfv1.NodeFailed, ""), nil
 	}
 	phase := e.dagPhase(p, node, tmpl, exprs)
 	if phase == wfv1.NodeRunning {
 		return node, nil
 	}
+	p.setOutbound(dagName, targetNodes(p, dagName, tmpl, exprs))
+	node = p.node(dagName)
 	if phase != wfv1.NodeSucceeded {
 		return p.markPhase(node, phase, ""), nil // argo gives a failed DAG no message of its own
 	}
@@ -485,13 +494,39 @@ func branchPhases(p *Pass, dagNode *wfv1.NodeStatus, taskOf map[string]*wfv1.DAG
 		if _, isTask := taskOf[n.ID]; !isTask {
 			continue // a task's own subtree (steps, DAG) is summarized by its phase
 		}
-		for _, c := range n.Children {
+		for _, c := range taskSuccessors(p, n) {
 			if _, childIsTask := taskOf[c]; childIsTask {
 				queue = append(queue, visit{c, branch})
 			}
 		}
 	}
 	return true
+}
+
+// taskSuccessors are the children of a task's node and of its outbound nodes: a task that follows it is
+// linked under the latter (argo's graph), e.g. under a retry's last attempt or a loop's iterations.
+func taskSuccessors(p *Pass, n *wfv1.NodeStatus) []string {
+	out := n.Children
+	for _, id := range p.outboundNodes(n.ID) {
+		if id == n.ID {
+			continue
+		}
+		if o, ok := p.WF.Status.Nodes[id]; ok {
+			out = append(slices.Clip(out), o.Children...)
+		}
+	}
+	return out
+}
+
+// targetNodes are the nodes of the DAG's target tasks that exist: where its outbound nodes come from.
+func targetNodes(p *Pass, dagName string, tmpl *wfv1.Template, exprs map[string]dependsExpr) []string {
+	var ids []string
+	for _, t := range targetTasks(tmpl, exprs) {
+		if n, ok := p.peekNode(dagName + "." + t); ok {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
 }
 
 // targetTasks is dag.target, else every task no other task depends on.

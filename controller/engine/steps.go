@@ -34,6 +34,7 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 			return p.node(node.Name), nil
 		}
 		if sg.FailedOrError() {
+			p.setOutbound(node.Name, lastStepGroupChildren(p, node.Name, len(tmpl.Steps)))
 			return p.markPhase(p.node(node.Name), wfv1.NodeFailed, sg.Message), nil
 		}
 		for _, step := range group.Steps {
@@ -45,6 +46,7 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 			}
 		}
 	}
+	p.setOutbound(node.Name, lastStepGroupChildren(p, node.Name, len(tmpl.Steps)))
 	node = p.node(node.Name)
 	outputs, err := templateOutputs(tmpl, sc, globals, artifactResolver{p: p, sc: sc, inputs: tmpl})
 	if err != nil {
@@ -54,7 +56,19 @@ func (e *Engine) executeSteps(ctx context.Context, p *Pass, node *wfv1.NodeStatu
 	return p.markPhase(node, wfv1.NodeSucceeded, ""), nil
 }
 
-// linkStepGroup connects group i to the steps node (i = 0) or to every node of group i-1, as argo draws it.
+// lastStepGroupChildren are the children of the last step group of the steps node named name that was
+// started: the nodes its outbound nodes come from.
+func lastStepGroupChildren(p *Pass, name string, groups int) []string {
+	for i := groups - 1; i >= 0; i-- {
+		if sg, ok := p.peekNode(fmt.Sprintf("%s[%d]", name, i)); ok {
+			return sg.Children
+		}
+	}
+	return nil
+}
+
+// linkStepGroup connects group i to the steps node (i = 0) or to the outbound nodes of every node of group
+// i-1, as argo draws it.
 func (e *Engine) linkStepGroup(p *Pass, stepsNode, sg *wfv1.NodeStatus, i int) {
 	if i == 0 {
 		p.addChild(p.node(stepsNode.Name), sg.ID)
@@ -69,8 +83,10 @@ func (e *Engine) linkStepGroup(p *Pass, stepsNode, sg *wfv1.NodeStatus, i int) {
 		return
 	}
 	for _, childID := range prev.Children {
-		if child := p.nodeByID(childID); child != nil {
-			p.addChild(child, sg.ID)
+		for _, id := range p.outboundNodes(childID) {
+			if out := p.nodeByID(id); out != nil {
+				p.addChild(out, sg.ID)
+			}
 		}
 	}
 }
