@@ -235,12 +235,8 @@ func (e *Engine) validate(p *Pass) error {
 	} else if len(data) > MaxWorkflowSize {
 		return fmt.Errorf("workflow is %d bytes, larger than the %d-byte limit", len(data), MaxWorkflowSize)
 	}
-	ownPodGC := wf.Spec.PodGC
 	restore := p.useExecSpec() // what runs: the merged spec of a workflowTemplateRef
 	err := errors.Join(unsupported(wf), checkLeafOnly(wf))
-	if err == nil && ownPodGC == nil && wf.Spec.PodGC != nil {
-		err = fmt.Errorf("not supported by wfguard yet: spec.podGC from a workflowTemplateRef (set podGC on the Workflow)")
-	}
 	restore()
 	if err != nil {
 		return err
