@@ -44,6 +44,9 @@ type Engine struct {
 	PVCs PVCControl
 	// PDBs creates and deletes the budget of spec.podDisruptionBudget; nil errors a workflow that has one.
 	PDBs PDBControl
+	// ServiceAccounts reads the ServiceAccounts executor.serviceAccountName names, in the workflow's own
+	// namespace (their token Secrets are mounted for argoexec); nil errors every pod that names one.
+	ServiceAccounts ServiceAccountSource
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource

@@ -1,0 +1,112 @@
+//go:build realnode
+
+package e2ereal_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/wfguard/wfguard/controller"
+	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/test/harness"
+)
+
+// Issue #46: argo's documented hardening. The pods run as "worker", which may do nothing, with their own
+// token turned off (automountServiceAccountToken: false); argoexec runs as the executor ServiceAccount
+// "reporter", the only one bound to the executor role, through its token Secret
+// reporter.service-account-token (the name argo looks for; on Kubernetes >= 1.24 an administrator creates
+// it). The real argoexec writes the task result, so it used reporter's token; main has no token at all.
+func TestRealExecutorWritesItsResultWithTheExecutorServiceAccountsToken(t *testing.T) {
+	e := newEnv(t, controller.Options{})
+	for _, name := range []string{"worker", "reporter"} {
+		if _, err := e.Kube.CoreV1().ServiceAccounts(e.Namespace).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.bindExecutorRoleTo("reporter")
+	e.createTokenSecret("reporter")
+	wf := e.Submit(`
+metadata: {name: hardened}
+spec:
+  entrypoint: produce
+  serviceAccountName: worker
+  automountServiceAccountToken: false
+  executor: {serviceAccountName: reporter}
+  templates:
+  - name: produce
+    script:
+      image: busybox:1.35
+      command: [sh]
+      source: |
+        test -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo main-has-a-token || echo main-has-no-token
+`)
+	done := e.WaitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase %s %q, want Succeeded\n%s\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done), e.describePods())
+	}
+	result := e.taskResult(done, "hardened")
+	if result.Outputs == nil || result.Outputs.Result == nil || *result.Outputs.Result != "main-has-no-token" {
+		t.Errorf("argoexec's task result outputs = %+v, want result main-has-no-token", result.Outputs)
+	}
+	if n := e.Node(done, "hardened"); n.Outputs == nil || n.Outputs.Result == nil || *n.Outputs.Result != "main-has-no-token" {
+		t.Errorf("node outputs = %+v, want result main-has-no-token", n.Outputs)
+	}
+	e.waitFinalizersReleased()
+}
+
+// bindExecutorRoleTo binds the executor role (installed by newEnv) to ServiceAccount sa of the namespace.
+func (e *env) bindExecutorRoleTo(sa string) {
+	e.t.Helper()
+	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(e.t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "wfguard-executor-" + sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "wfguard-executor"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: e.Namespace}},
+	}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("binding the executor role to %s: %v", sa, err)
+	}
+	if err := controlplanetest.WaitAuthorized(e.t.Context(), harness.AsServiceAccount(cp.Config(), e.Namespace, sa, nil), authorizationv1.ResourceAttributes{
+		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.Namespace}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// createTokenSecret creates the kubernetes.io/service-account-token Secret <sa>.service-account-token that
+// argo's documentation asks for. The test control plane runs no token controller, so the Secret is filled
+// as that controller would: a token of the account, the cluster's CA, the namespace.
+func (e *env) createTokenSecret(sa string) {
+	e.t.Helper()
+	token, err := e.Kube.CoreV1().ServiceAccounts(e.Namespace).CreateToken(e.t.Context(), sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("requesting a token of %s: %v", sa, err)
+	}
+	var ca string
+	if err := wait.PollUntilContextTimeout(e.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cm, err := e.Kube.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			ca = cm.Data["ca.crt"]
+		}
+		return strings.Contains(ca, "CERTIFICATE"), nil
+	}); err != nil {
+		e.t.Fatalf("the namespace's kube-root-ca.crt was never published: %v", err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: sa + ".service-account-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: sa}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+		StringData: map[string]string{corev1.ServiceAccountTokenKey: token.Status.Token, corev1.ServiceAccountRootCAKey: ca, corev1.ServiceAccountNamespaceKey: e.Namespace},
+	}
+	if _, err := e.Kube.CoreV1().Secrets(e.Namespace).Create(e.t.Context(), secret, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating the token Secret of %s: %v", sa, err)
+	}
+}
