@@ -49,18 +49,21 @@ spec:
       image: busybox:1.35
       command: [sh]
       source: |
-        test -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo main-has-a-token || echo main-has-no-token
+        test -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo -n main-has-a-token > /tmp/state || echo -n main-has-no-token > /tmp/state
+    outputs:
+      parameters:
+      - name: state
+        valueFrom: {path: /tmp/state}
 `)
 	done := e.WaitCompleted(wf.Name)
 	if done.Status.Phase != wfv1.WorkflowSucceeded {
 		t.Fatalf("phase %s %q, want Succeeded\n%s\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done), e.describePods())
 	}
-	result := e.taskResult(done, "hardened")
-	if result.Outputs == nil || result.Outputs.Result == nil || *result.Outputs.Result != "main-has-no-token" {
-		t.Errorf("argoexec's task result outputs = %+v, want result main-has-no-token", result.Outputs)
+	if got := parameter(e.taskResult(done, "hardened").Outputs, "state"); got != "main-has-no-token" {
+		t.Errorf("argoexec's task result has parameter state %q, want main-has-no-token", got)
 	}
-	if n := e.Node(done, "hardened"); n.Outputs == nil || n.Outputs.Result == nil || *n.Outputs.Result != "main-has-no-token" {
-		t.Errorf("node outputs = %+v, want result main-has-no-token", n.Outputs)
+	if got := parameter(e.Node(done, "hardened").Outputs, "state"); got != "main-has-no-token" {
+		t.Errorf("the node's parameter state = %q, want main-has-no-token", got)
 	}
 	e.waitFinalizersReleased()
 }
