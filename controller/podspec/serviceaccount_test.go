@@ -92,3 +92,43 @@ func TestTheExecutorAccountsTokenReachesOnlyArgoexec(t *testing.T) {
 func equalBoolPtr(a, b *bool) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
+
+func TestThePodRecordsItsExecutorAccountWhereNobodyCanChangeIt(t *testing.T) {
+	withAccount := func(in *Input) { in.Workflow.Spec.Executor = &wfv1.ExecutorConfig{ServiceAccountName: "wf-exec"} }
+	for _, tc := range []struct {
+		sentence string
+		input    func() Input
+		modify   func(in *Input)
+		edit     func(pod *corev1.Pod)
+		want     string
+	}{
+		{"a pod built with an executor account records it in every argoexec container", containerInput, withAccount, nil, "wf-exec"},
+		{"a resource pod's argoexec main records it too", resourceCreateInput, withAccount, nil, "wf-exec"},
+		{"a pod without an executor account records none", containerInput, func(*Input) {}, nil, ""},
+		{"a pod without the token volume has no executor account, whatever its env says", containerInput, withAccount,
+			func(pod *corev1.Pod) {
+				pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == common.ServiceAccountTokenVolumeName })
+			}, ""},
+		{"a container that contradicts the record (a submitter's own env) leaves the pod with none", containerInput, withAccount,
+			func(pod *corev1.Pod) {
+				i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == common.MainContainerName })
+				pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, corev1.EnvVar{Name: EnvExecutorServiceAccount, Value: "other"})
+			}, ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			in := tc.input()
+			in.ExecutorTokenSecret = "the-token"
+			tc.modify(&in)
+			pod, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.edit != nil {
+				tc.edit(pod)
+			}
+			if got := ExecutorServiceAccountOf(pod); got != tc.want {
+				t.Errorf("ExecutorServiceAccountOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
