@@ -9,16 +9,16 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/wfguard/wfguard/controller"
-	"github.com/wfguard/wfguard/test/controlplanetest"
+	"github.com/wfguard/wfguard/taskresult"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
@@ -27,6 +27,8 @@ import (
 // "reporter", the only one bound to the executor role, through its token Secret
 // reporter.service-account-token (the name argo looks for; on Kubernetes >= 1.24 an administrator creates
 // it). The real argoexec writes the task result, so it used reporter's token; main has no token at all.
+// config/default's task-result policies are installed: the token has no pod claims, so the result is
+// stamped with the account, and it decides the node because the pod runs argoexec as that account.
 func TestRealExecutorWritesItsResultWithTheExecutorServiceAccountsToken(t *testing.T) {
 	e := newEnv(t, controller.Options{})
 	for _, name := range []string{"worker", "reporter"} {
@@ -34,8 +36,9 @@ func TestRealExecutorWritesItsResultWithTheExecutorServiceAccountsToken(t *testi
 			t.Fatal(err)
 		}
 	}
-	e.bindExecutorRoleTo("reporter")
+	harness.BindExecutorRoleTo(t, cp.Config(), e.Namespace, "reporter")
 	e.createTokenSecret("reporter")
+	e.installTaskResultPolicies("reporter")
 	wf := e.Submit(`
 metadata: {name: hardened}
 spec:
@@ -65,23 +68,27 @@ spec:
 	if got := parameter(e.Node(done, "hardened").Outputs, "state"); got != "main-has-no-token" {
 		t.Errorf("the node's parameter state = %q, want main-has-no-token", got)
 	}
+	if a := e.taskResult(done, "hardened").Annotations; a[taskresult.AnnotationWriterServiceAccount] != "reporter" || a[taskresult.AnnotationWriterPodName] != "" {
+		t.Errorf("the task result is stamped %v, want the account reporter and no pod", a)
+	}
 	e.waitFinalizersReleased()
 }
 
-// bindExecutorRoleTo binds the executor role (installed by newEnv) to ServiceAccount sa of the namespace.
-func (e *env) bindExecutorRoleTo(sa string) {
+// installTaskResultPolicies installs config/policy's task-result policies for the namespace and waits until
+// admission stamps a dry-run result written by account's token (no pod claims) with the account.
+func (e *env) installTaskResultPolicies(account string) {
 	e.t.Helper()
-	if _, err := e.Kube.RbacV1().RoleBindings(e.Namespace).Create(e.t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "wfguard-executor-" + sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "wfguard-executor"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: e.Namespace}},
-	}, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("binding the executor role to %s: %v", sa, err)
+	for _, file := range []string{"config/policy/executor-writes-own-taskresult.yaml", "config/policy/taskresult-writer-stamp.yaml"} {
+		harness.InstallPolicy(e.t, cp.Config(), file, e.Namespace)
 	}
-	if err := controlplanetest.WaitAuthorized(e.t.Context(), harness.AsServiceAccount(cp.Config(), e.Namespace, sa, nil), authorizationv1.ResourceAttributes{
-		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: e.Namespace}); err != nil {
-		e.t.Fatal(err)
-	}
+	writer := versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, account, nil))
+	probe := &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "probe-1",
+		Labels:          map[string]string{common.LabelKeyWorkflow: "probe"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
+	harness.Until(e.t, "the task-result policies admitting and stamping "+account+"'s writes", harness.DefaultTimeout, func(ctx context.Context) bool {
+		r, err := writer.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && r.Annotations[taskresult.AnnotationWriterServiceAccount] == account
+	})
 }
 
 // createTokenSecret creates the kubernetes.io/service-account-token Secret <sa>.service-account-token that
