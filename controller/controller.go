@@ -474,6 +474,7 @@ func (c *Controller) buildEngine() error {
 		PVCs:                pvcControl{kube: c.kube},
 		PDBs:                pdbControl{kube: c.kube},
 		Templates:           templateSource{argo: c.argo},
+		ServiceAccounts:     serviceAccountSource{kube: c.kube},
 		ConfigMaps:          configMapSource{kube: c.kube, defaults: c.inf.artifactRepos.GetIndexer()},
 		Caches:              memoize.KubeConfigMaps{Kube: c.kube, FieldManager: updateOptions.FieldManager},
 		MemoProvenance:      memoize.Provenance{Key: opts.RecordKey, Trust: opts.MemoizeTrust},

@@ -67,7 +67,7 @@ const CallParallelism = 16
 // left the cache, so when such a pod may be due (lookDue) the workflow's completed pods are read from the
 // API server.
 func (c *Collector) Collect(ctx context.Context, wf *wfv1.Workflow, pods map[string]*corev1.Pod) (time.Duration, error) {
-	if wf.Spec.PodGC == nil || wf.Spec.PodGC.GetStrategy() == wfv1.PodGCOnPodNone {
+	if gc := inForce(wf); gc == nil || gc.GetStrategy() == wfv1.PodGCOnPodNone {
 		return 0, nil
 	}
 	now := c.clock.Now()

@@ -163,3 +163,49 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+func TestCollectFollowsThePodGCTheWorkflowRunsWith(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	onSuccess := &wfv1.PodGC{Strategy: wfv1.PodGCOnPodSuccess}
+	onCompletion := &wfv1.PodGC{Strategy: wfv1.PodGCOnPodCompletion}
+	for _, tc := range []struct {
+		sentence       string
+		own, stored    *wfv1.PodGC
+		storedSpec     bool // the workflow has a stored spec (a workflowTemplateRef's)
+		wantDeletes    []string
+		wantAnnotation string
+	}{
+		{"a podGC only in the stored spec of a workflowTemplateRef (its template's or the workflowDefaults') deletes as it says",
+			nil, onSuccess, true, []string{"ok"}, "OnPodSuccess/"},
+		{"the stored spec's podGC is the merged one, not the workflow's own left behind",
+			onCompletion, onSuccess, true, []string{"ok"}, "OnPodSuccess/"},
+		{"a stored spec without podGC deletes nothing", nil, nil, true, nil, ""},
+		{"without a stored spec the workflow's own podGC deletes", onCompletion, nil, false, []string{"failed", "ok"}, "OnPodCompletion/"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf, pods := workflowWithPods("", "ok", "failed")
+			wf.Status.Nodes["failed"] = wfv1.NodeStatus{ID: "failed", Phase: wfv1.NodeFailed, TaskResultSynced: ptr.To(true)}
+			wf.Spec.PodGC = tc.own
+			if tc.storedSpec {
+				wf.Spec.WorkflowTemplateRef = &wfv1.WorkflowTemplateRef{Name: "lib"}
+				wf.Status.StoredWorkflowSpec = &wfv1.WorkflowSpec{PodGC: tc.stored}
+			}
+			kube := fake.NewClientset(pods["ok"], pods["failed"])
+			c, err := NewCollector(kube, clocktesting.NewFakePassiveClock(now), prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Collect(t.Context(), wf, pods); err != nil {
+				t.Fatal(err)
+			}
+			got := fanouttest.Names(kube.Actions(), "delete", "pods")
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantDeletes) {
+				t.Errorf("deleted %v, want %v", got, tc.wantDeletes)
+			}
+			if got := StrategyAnnotation(wf); got != tc.wantAnnotation {
+				t.Errorf("pod annotation %q, want %q", got, tc.wantAnnotation)
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func (l *looks) due(wf *wfv1.Workflow, now time.Time) bool {
 	l.mu.Lock()
 	st, seen := l.byUID[wf.UID]
 	l.mu.Unlock()
-	strategy := wf.Spec.PodGC.GetStrategy()
+	strategy := inForce(wf).GetStrategy()
 	switch {
 	case !seen:
 		return anyDue(strategy, wf)

@@ -26,19 +26,31 @@ type GCDecision struct {
 
 // StrategyAnnotation is the value podspec puts on pods: "<strategy>/<delay>".
 func StrategyAnnotation(wf *wfv1.Workflow) string {
-	if wf.Spec.PodGC == nil || wf.Spec.PodGC.GetStrategy() == wfv1.PodGCOnPodNone {
+	gc := inForce(wf)
+	if gc == nil || gc.GetStrategy() == wfv1.PodGCOnPodNone {
 		return ""
 	}
-	return fmt.Sprintf("%s/%s", wf.Spec.PodGC.GetStrategy(), wf.Spec.PodGC.DeleteDelayDuration)
+	return fmt.Sprintf("%s/%s", gc.GetStrategy(), gc.DeleteDelayDuration)
 }
 
-// PodsToDelete applies the workflow's podGC to the persisted workflow: a pod is due once its node (or the
+// inForce is the podGC the workflow runs with, as argo reads it from its execution spec: with a
+// workflowTemplateRef, the merged spec stored when it started (status.storedWorkflowTemplateSpec: the
+// workflow's own fields over the template's, over the ConfigMap's workflowDefaults); else its own spec,
+// into which the workflowDefaults were merged when it started.
+func inForce(wf *wfv1.Workflow) *wfv1.PodGC {
+	if s := wf.Status.StoredWorkflowSpec; s != nil {
+		return s.PodGC
+	}
+	return wf.Spec.PodGC
+}
+
+// PodsToDelete applies the workflow's podGC (inForce) to the persisted workflow: a pod is due once its node (or the
 // workflow) is final as the strategy requires, its status finalizer released, and the delay passed. Pods
 // are never deleted before their capture is persisted: a pod still holding our finalizer is not due.
 // defaultDelay applies when the workflow's podGC sets no deleteDelayDuration (the controller ConfigMap's
 // podGCDeleteDelayDuration); nil deletes at once.
 func PodsToDelete(persisted *wfv1.Workflow, pods map[string]*corev1.Pod, now time.Time, defaultDelay *time.Duration) ([]GCDecision, error) {
-	gc := persisted.Spec.PodGC
+	gc := inForce(persisted)
 	if gc == nil || gc.GetStrategy() == wfv1.PodGCOnPodNone {
 		return nil, nil
 	}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podidentity"
 )
 
@@ -26,13 +27,21 @@ const (
 	// IgnoredOtherPod: the admission policy's stamp says another pod wrote the result (e.g. a pod of
 	// another workflow whose node name hashes like this node's), not the pod the controller created for it.
 	IgnoredOtherPod = "other_pod"
+	// IgnoredOtherAccount: the admission policy's stamp says a ServiceAccount token without pod claims (an
+	// executor ServiceAccount's, as argoexec mounts it) wrote the result, and the node's pod was not created
+	// to run argoexec as that account (another account, or none), or the stamp also names a pod.
+	IgnoredOtherAccount = "other_account"
 )
 
-// The pod whose ServiceAccount token created or last updated a result, stamped by the admission policy
-// config/policy/taskresult-writer-stamp.yaml from the token's pod claims; a writer cannot choose them.
+// Who created or last updated a result, stamped by the admission policy
+// config/policy/taskresult-writer-stamp.yaml from the writer's identity; a writer cannot choose them. A
+// pod-bound ServiceAccount token stamps its pod (name and UID, from the token's pod claims) and an empty
+// account; a ServiceAccount token without pod claims (an executor.serviceAccountName token Secret) stamps
+// its account's name and empty pod stamps.
 const (
-	AnnotationWriterPodName = "wfguard.io/writer-pod-name"
-	AnnotationWriterPodUID  = "wfguard.io/writer-pod-uid"
+	AnnotationWriterPodName        = "wfguard.io/writer-pod-name"
+	AnnotationWriterPodUID         = "wfguard.io/writer-pod-uid"
+	AnnotationWriterServiceAccount = "wfguard.io/writer-service-account"
 )
 
 // Ignored is one result that was not merged, and why.
@@ -69,8 +78,9 @@ func Owned(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[strin
 // workflow (namespace, owner UID, workflow label), and only while the pod the controller created for that
 // node is there (podidentity), not created before that pod, and, when the admission policy stamped who
 // wrote it, written by that pod (name and UID: a node ID is only a 32-bit hash, and another workflow's pod
-// can share it). A result without the stamp (a cluster without the policy) is judged without it. pending
-// is true for a Pod node whose pod is not observed yet.
+// can share it) or by the executor ServiceAccount that pod was created to run argoexec as. A result
+// without the stamp (a cluster without the policy) is judged without it. pending is true for a Pod node
+// whose pod is not observed yet.
 func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev1.Pod) (reason string, pending bool) {
 	if r.Namespace != wf.Namespace || !OwnedBy(r, wf) || r.Labels[common.LabelKeyWorkflow] != wf.Name {
 		return IgnoredForeign, false
@@ -96,10 +106,25 @@ func check(wf *wfv1.Workflow, r *wfv1.WorkflowTaskResult, pods map[string]*corev
 	if r.CreationTimestamp.Before(&pod.CreationTimestamp) {
 		return IgnoredPredatesPod, false
 	}
+	if account := r.Annotations[AnnotationWriterServiceAccount]; account != "" {
+		if !writtenByAccount(r, pod, account) {
+			return IgnoredOtherAccount, false
+		}
+		return "", false
+	}
 	if !writtenBy(r, pod) {
 		return IgnoredOtherPod, false
 	}
 	return "", false
+}
+
+// writtenByAccount reports whether a result stamped as written by ServiceAccount account, without pod
+// claims, may be pod's: pod was created to run argoexec as that account (a fact of its immutable spec,
+// podspec.ExecutorServiceAccountOf), and the stamp names no pod. The account's token reaches every pod
+// run as that executor account in the namespace, so this is argo's trust, scoped to the account.
+func writtenByAccount(r *wfv1.WorkflowTaskResult, pod *corev1.Pod, account string) bool {
+	return r.Annotations[AnnotationWriterPodName] == "" && r.Annotations[AnnotationWriterPodUID] == "" &&
+		podspec.ExecutorServiceAccountOf(pod) == account
 }
 
 // writtenBy reports whether the result's writer stamp, if it has one (either annotation), names pod.

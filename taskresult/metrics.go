@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_direct_reads_total",
 			Help: "Task results read past the cache from the API server, by outcome (complete, incomplete, not_found, error, over_budget)."}, []string{"outcome"}),
 		ignoredResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wfguard_taskresult_ignored_total",
-			Help: "Task results not merged, by reason (foreign_owner, unknown_node, not_a_pod_node, no_matching_pod, predates_pod, other_pod); counted per pass."}, []string{"reason"}),
+			Help: "Task results not merged, by reason (foreign_owner, unknown_node, not_a_pod_node, no_matching_pod, predates_pod, other_pod, other_account); counted per pass."}, []string{"reason"}),
 		resultWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wfguard_taskresult_wait_seconds",
 			Help:    "Time a node waited for its task result after its pod ended, until the gate opened (complete or timed out).",
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),

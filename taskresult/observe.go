@@ -174,6 +174,7 @@ var ignoredWhy = map[string]string{
 	IgnoredNoMatchingPod: "the pod the controller created for its node is not there to have written it",
 	IgnoredPredatesPod:   "it was created before its node's pod, so that pod's executor did not write it",
 	IgnoredOtherPod:      "the admission policy's stamp (" + AnnotationWriterPodName + ", " + AnnotationWriterPodUID + ") names another pod than the one the controller created for its node",
+	IgnoredOtherAccount:  "the admission policy's stamp (" + AnnotationWriterServiceAccount + ") names a ServiceAccount its node's pod does not run argoexec as (executor.serviceAccountName)",
 }
 
 // Persisted updates the gate's metrics once a pass of workflow key is written: how long each node that

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wfguard/wfguard/controller/podspec"
 )
 
 func workflow() *wfv1.Workflow {
@@ -101,6 +103,24 @@ func TestMergeTakesOutputsAndOpensTheGateOnlyForResultsOfItsOwnPods(t *testing.T
 			nil, false, false, IgnoredOtherPod, 0},
 		{"a result with half a stamp is ignored", stampedBy(result("wf-1", "1", "true", out), "wf-main-"+fnv32a("wf.a"), ""),
 			nil, false, false, IgnoredOtherPod, 0},
+		{"a result the executor account of the node's pod wrote opens the gate", stampedByAccount(result("wf-1", "1", "true", out), "reporter"),
+			runsArgoexecAs("reporter"), true, true, "", 0},
+		{"an executor account's result for a node whose pod runs argoexec as no account is ignored",
+			stampedByAccount(result("wf-1", "1", "true", out), "reporter"), nil, false, false, IgnoredOtherAccount, 0},
+		{"an executor account's result for a node whose pod runs argoexec as another account is ignored",
+			stampedByAccount(result("wf-1", "1", "true", out), "reporter"), runsArgoexecAs("other"), false, false, IgnoredOtherAccount, 0},
+		{"an account stamp beside a pod stamp is ignored, even naming the node's own pod and account",
+			withStamp(stampedByAccount(result("wf-1", "1", "true", out), "reporter"), AnnotationWriterPodName, "wf-main-"+fnv32a("wf.a")),
+			runsArgoexecAs("reporter"), false, false, IgnoredOtherAccount, 0},
+		{"an executor account's result created before the node's pod is ignored", edit(stampedByAccount(result("wf-1", "1", "true", out), "reporter"),
+			func(r *wfv1.WorkflowTaskResult) { r.CreationTimestamp = metav1.NewTime(podCreated.Add(-time.Second)) }),
+			runsArgoexecAs("reporter"), false, false, IgnoredPredatesPod, 0},
+		{"an executor account's result for a pod the controller did not create is ignored", stampedByAccount(result("wf-1", "1", "true", out), "reporter"),
+			func(p *corev1.Pod) { runsArgoexecAs("reporter")(p); p.Name = "wf-evil-1" }, false, false, IgnoredNoMatchingPod, 0},
+		{"a pod stamp with an empty account stamp is judged as the pod's", withStamp(stampedBy(result("wf-1", "1", "true", out), "wf-main-"+fnv32a("wf.a"), "pod-uid-1"),
+			AnnotationWriterServiceAccount, ""), runsArgoexecAs("reporter"), true, true, "", 0},
+		{"empty pod stamps with an empty account stamp are no pod's", withStamp(stampedBy(result("wf-1", "1", "true", out), "", ""),
+			AnnotationWriterServiceAccount, ""), runsArgoexecAs("reporter"), false, false, IgnoredOtherPod, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,4 +292,26 @@ func stampedBy(r *wfv1.WorkflowTaskResult, name, uid string) *wfv1.WorkflowTaskR
 		r.Annotations[AnnotationWriterPodUID] = uid
 	}
 	return r
+}
+
+// stampedByAccount is r as the stamp policy leaves a write by ServiceAccount account's token without pod
+// claims: the account named, the pod stamps empty.
+func stampedByAccount(r *wfv1.WorkflowTaskResult, account string) *wfv1.WorkflowTaskResult {
+	r.Annotations = map[string]string{AnnotationWriterServiceAccount: account, AnnotationWriterPodName: "", AnnotationWriterPodUID: ""}
+	return r
+}
+
+func withStamp(r *wfv1.WorkflowTaskResult, key, value string) *wfv1.WorkflowTaskResult {
+	r.Annotations[key] = value
+	return r
+}
+
+// runsArgoexecAs makes the pod the one the controller creates to run argoexec as executor account account.
+func runsArgoexecAs(account string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: common.ServiceAccountTokenVolumeName,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: account + ".service-account-token"}}})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: common.WaitContainerName,
+			Env: []corev1.EnvVar{{Name: podspec.EnvExecutorServiceAccount, Value: account}}})
+	}
 }

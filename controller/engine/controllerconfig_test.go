@@ -7,6 +7,7 @@ import (
 
 	"github.com/argoproj/argo-workflows/v3/config"
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -165,5 +166,52 @@ workflowDefaults:
 	}
 	if wf.Labels["pool"] != "batch" {
 		t.Errorf("workflow labels = %v, want the defaults' pool=batch", wf.Labels)
+	}
+}
+
+// TestAPodGCFromAWorkflowTemplateOrTheWorkflowDefaultsRuns: argo reads podGC from the spec the workflow
+// runs (its execWf), so one that comes from a referenced WorkflowTemplate or the ConfigMap's
+// workflowDefaults starts the workflow, is stored in its merged spec and names its pods' strategy.
+func TestAPodGCFromAWorkflowTemplateOrTheWorkflowDefaultsRuns(t *testing.T) {
+	const lib = `
+entrypoint: main
+templates: [{name: main, container: {image: alpine, command: ["true"]}}]
+`
+	for _, tc := range []struct {
+		sentence, template, defaults, own string
+		want                              string // the pods' workflows.argoproj.io/pod-gc-strategy
+	}{
+		{"a WorkflowTemplate's podGC", "podGC: {strategy: OnPodSuccess, deleteDelayDuration: 30s}" + lib, "", "", "OnPodSuccess/30s"},
+		{"the workflowDefaults' podGC", lib, "workflowDefaults: {spec: {podGC: {strategy: OnPodCompletion}}}", "", "OnPodCompletion/"},
+		{"the template's podGC over the workflowDefaults'", "podGC: {strategy: OnWorkflowSuccess}" + lib,
+			"workflowDefaults: {spec: {podGC: {strategy: OnPodCompletion}}}", "", "OnWorkflowSuccess/"},
+		{"the workflow's own podGC over the template's", "podGC: {strategy: OnWorkflowSuccess}" + lib, "",
+			", podGC: {strategy: OnPodSuccess}", "OnPodSuccess/"},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := &wfv1.Workflow{}
+			doc := `{metadata: {name: ref, namespace: ns, uid: 33333333-1111-1111-1111-111111111111}, spec: {workflowTemplateRef: {name: lib}` + tc.own + `}}`
+			if err := yaml.UnmarshalStrict([]byte(doc), wf); err != nil {
+				t.Fatal(err)
+			}
+			pods := &recordingPods{created: map[string]*corev1.Pod{}}
+			e := &Engine{Pods: pods, Templates: &fakeTemplates{objects: map[string]string{"lib": tc.template}},
+				Config: controllerconfig.Static{Config: configOf(t, tc.defaults)}}
+			runPass(t, e, wf, time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+			if wf.Status.Phase != wfv1.WorkflowRunning {
+				t.Fatalf("workflow %s %q, want Running", wf.Status.Phase, wf.Status.Message)
+			}
+			if len(pods.created) != 1 {
+				t.Fatalf("%d pods created, want 1", len(pods.created))
+			}
+			for _, pod := range pods.created {
+				if got := pod.Annotations[common.AnnotationKeyPodGCStrategy]; got != tc.want {
+					t.Errorf("pod-gc-strategy %q, want %q", got, tc.want)
+				}
+			}
+			if wf.Spec.PodGC != nil && tc.own == "" {
+				t.Errorf("the workflow's own spec was given podGC %+v", wf.Spec.PodGC)
+			}
+		})
 	}
 }

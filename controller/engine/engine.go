@@ -53,6 +53,9 @@ type Engine struct {
 	PVCs PVCControl
 	// PDBs creates and deletes the budget of spec.podDisruptionBudget; nil errors a workflow that has one.
 	PDBs PDBControl
+	// ServiceAccounts reads the ServiceAccounts executor.serviceAccountName names, in the workflow's own
+	// namespace (their token Secrets are mounted for argoexec); nil errors every pod that names one.
+	ServiceAccounts ServiceAccountSource
 	// Templates reads the WorkflowTemplates and ClusterWorkflowTemplates that templateRef and
 	// workflowTemplateRef name; nil fails every reference.
 	Templates TemplateSource
@@ -244,12 +247,8 @@ func (e *Engine) validate(p *Pass) error {
 	} else if len(data) > MaxWorkflowSize {
 		return fmt.Errorf("workflow is %d bytes, larger than the %d-byte limit", len(data), MaxWorkflowSize)
 	}
-	ownPodGC := wf.Spec.PodGC
 	restore := p.useExecSpec() // what runs: the merged spec of a workflowTemplateRef
 	err := errors.Join(unsupported(wf), checkLeafOnly(wf))
-	if err == nil && ownPodGC == nil && wf.Spec.PodGC != nil {
-		err = fmt.Errorf("not supported by wfguard yet: spec.podGC from a workflowTemplateRef (set podGC on the Workflow)")
-	}
 	restore()
 	if err != nil {
 		return err

@@ -21,17 +21,21 @@ func (podTemplate) run(ctx context.Context, e *Engine, c *nodeCall, n *wfv1.Node
 	if n != nil {
 		return n, nil
 	}
-	return e.startPodNode(c)
+	return e.startPodNode(ctx, c)
 }
 
 // startPodNode records a Pod node (result not synced: the pessimistic gate) and builds its pod, which the
 // pass creates at its end with the others (createPods). A pod that cannot be built errors the node; like
 // argo, the error is also its caller's (startError): a step group or DAG errors naming this child.
-func (e *Engine) startPodNode(c *nodeCall) (*wfv1.NodeStatus, error) {
+func (e *Engine) startPodNode(ctx context.Context, c *nodeCall) (*wfv1.NodeStatus, error) {
 	p, tmpl := c.p, c.resolved
 	at := nodeAt{c.name, c.display, tmpl.Name, c.boundaryID}
 	if n := notStarted(c, at); n != nil {
 		return n, nil
+	}
+	tokenSecret, err := e.executorTokenSecret(ctx, p, tmpl)
+	if isAPIError(err) {
+		return nil, err // no node yet: the retried pass starts it
 	}
 	n := p.newNode(at, wfv1.NodeTypePod, wfv1.NodePending, "")
 	if waited, ok := p.oldPodWaits[n.ID]; ok {
@@ -40,10 +44,13 @@ func (e *Engine) startPodNode(c *nodeCall) (*wfv1.NodeStatus, error) {
 	n.Inputs = inputsOf(tmpl)
 	taskresult.CloseGate(n)
 	p.setNode(n)
-	withArchive, err := withArchiveLocation(p, tmpl, c.name, n.ID)
+	var withArchive *wfv1.Template
+	if err == nil {
+		withArchive, err = withArchiveLocation(p, tmpl, c.name, n.ID)
+	}
 	var pod *corev1.Pod
 	if err == nil {
-		pod, err = e.buildPod(c, n, withArchive)
+		pod, err = e.buildPod(c, n, withArchive, tokenSecret)
 	}
 	if err != nil {
 		// A pod that cannot be built never runs: its result can never arrive.
@@ -90,7 +97,7 @@ func (c *nodeCall) podDeadline() time.Time {
 // buildPod is the pod of node n, running tmpl (the template with its archive location): argo's pod spec,
 // the anti-affinity of a retry's earlier hosts, the template's timeout, and the refusals (an unresolved
 // output reference, the controller's record key).
-func (e *Engine) buildPod(c *nodeCall, n *wfv1.NodeStatus, tmpl *wfv1.Template) (*corev1.Pod, error) {
+func (e *Engine) buildPod(c *nodeCall, n *wfv1.NodeStatus, tmpl *wfv1.Template, tokenSecret string) (*corev1.Pod, error) {
 	p := c.p
 	cfg := e.controllerConfig()
 	pod, err := podspec.Build(podspec.Input{
@@ -98,7 +105,7 @@ func (e *Engine) buildPod(c *nodeCall, n *wfv1.NodeStatus, tmpl *wfv1.Template) 
 		ExecutorImage: e.executorImage(cfg), Executor: cfg.Executor, MainContainer: cfg.MainContainer,
 		InstanceID: e.InstanceID, IncludeScriptOutput: includesResult(c, tmpl),
 		Deadline: c.podDeadline(), Now: p.Now, StatusFinalizer: e.StatusFinalizer, OnExit: c.onExit(),
-		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(),
+		PodGCStrategy: podgc.StrategyAnnotation(p.WF), Globals: p.globals(), ExecutorTokenSecret: tokenSecret,
 	})
 	if err != nil {
 		return nil, err

@@ -67,6 +67,8 @@ type Pass struct {
 	oldPodWaits map[string]wfv1.NodeStatus
 	// holders are the WorkflowTemplates read this pass, by scope/name.
 	holders map[string]wfv1.TemplateHolder
+	// executorTokens are the executor ServiceAccounts' token Secrets found this pass, by account.
+	executorTokens map[string]executorToken
 	// retryOfAttempt maps an attempt's node ID to its retry node's, for attempts whose pods must avoid the
 	// hosts where earlier attempts failed (retryStrategy.affinity.nodeAntiAffinity).
 	retryOfAttempt map[string]string

@@ -31,6 +31,8 @@ func TestBuildMatchesGoldenPods(t *testing.T) {
 		{"a resource apply with manifestFrom mounts the downloaded manifest into main and archives logs with a wait container", "resource-manifest-from", resourceManifestFromInput()},
 		{"a configured executor's pull policy, resources, securityContext, args and env reach init and wait; mainContainer defaults merge under main", "configured-executor", configuredExecutorInput()},
 		{"a data template runs argoexec data as an emissary-wrapped main with the source's credentials, no wait", "data", dataInput()},
+		{"an executor ServiceAccount's token Secret is mounted where argoexec reads credentials in init and wait only, the pod's own token off", "executor-account", executorAccountInput()},
+		{"a template's executor ServiceAccount reaches a resource pod's argoexec main as well", "executor-account-resource", executorAccountResourceInput()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -117,14 +117,14 @@ func TestBuildRejectsBadInput(t *testing.T) {
 			"activeDeadlineSeconds must be at least 1, got 0",
 		},
 		{
-			"an executor service account is rejected as not supported yet",
+			"an executor service account without the Secret of its token is rejected: the caller looks it up",
 			func(in *Input) { in.Workflow.Spec.Executor = &wfv1.ExecutorConfig{ServiceAccountName: "exec"} },
-			"executor.serviceAccountName is not supported yet",
+			"template hello: executor.serviceAccountName exec: the Secret holding its token was not given",
 		},
 		{
-			"turning off the service account token is rejected because it needs an executor service account",
+			"turning off the service account token without an executor service account is rejected with argo's message",
 			func(in *Input) { in.Template.AutomountServiceAccountToken = ptr.To(false) },
-			"automountServiceAccountToken=false needs executor.serviceAccountName",
+			"executor.serviceAccountName must not be empty if automountServiceAccountToken is false",
 		},
 		{
 			"a podSpecPatch that is not a pod spec is rejected",

@@ -47,10 +47,11 @@ func (b *builder) addContainers(pod *corev1.Pod) error {
 
 func (b *builder) executorContainer(name, subcommand string) corev1.Container {
 	ctr := corev1.Container{
-		Name:    name,
-		Image:   b.executorImage,
-		Command: append([]string{"argoexec", subcommand}, executorLogOptions...),
-		Env:     b.executorEnv(),
+		Name:         name,
+		Image:        b.executorImage,
+		Command:      append([]string{"argoexec", subcommand}, executorLogOptions...),
+		Env:          b.executorEnv(),
+		VolumeMounts: b.executorTokenMounts(),
 	}
 	if cfg := b.in.Executor; cfg != nil {
 		cfg = cfg.DeepCopy()

@@ -41,6 +41,9 @@ func (b *builder) executorEnv() []corev1.EnvVar {
 	if b.in.InstanceID != "" {
 		env = append(env, envVar(common.EnvVarInstanceID, b.in.InstanceID))
 	}
+	if sa := ExecutorServiceAccount(b.wf, b.tmpl); sa != "" {
+		env = append(env, envVar(EnvExecutorServiceAccount, sa))
+	}
 	return env
 }
 

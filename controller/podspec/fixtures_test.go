@@ -290,3 +290,23 @@ func configuredExecutorInput() Input {
 	}
 	return in
 }
+
+// executorAccountInput is argo's documented hardening: the pod's own token off
+// (automountServiceAccountToken: false) and argoexec given the token of an
+// executor ServiceAccount, whose Secret the caller found.
+func executorAccountInput() Input {
+	in := containerInput()
+	in.Workflow.Spec.AutomountServiceAccountToken = ptr.To(false)
+	in.Workflow.Spec.Executor = &wfv1.ExecutorConfig{ServiceAccountName: "executor"}
+	in.ExecutorTokenSecret = "executor.service-account-token"
+	return in
+}
+
+// executorAccountResourceInput names the executor ServiceAccount on the
+// template: a resource pod's main runs argoexec, so it acts with that token too.
+func executorAccountResourceInput() Input {
+	in := resourceCreateInput()
+	in.Template.Executor = &wfv1.ExecutorConfig{ServiceAccountName: "deployer-exec"}
+	in.ExecutorTokenSecret = "deployer-exec-token-x7k2p"
+	return in
+}

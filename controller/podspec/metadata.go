@@ -31,6 +31,7 @@ func (b *builder) skeleton(deadlineSeconds *int64) *corev1.Pod {
 		pod.Finalizers = []string{common.FinalizerPodStatus}
 	}
 	b.addHostAndDNS(pod)
+	b.addExecutorToken(pod)
 	return pod
 }
 

@@ -45,6 +45,11 @@ type Input struct {
 	StatusFinalizer     bool      // add workflows.argoproj.io/status finalizer + AnnotationStatusFinalizerManaged="true"
 	OnExit              bool      // label workflows.argoproj.io/on-exit=true
 	PodGCStrategy       string    // "" = none; else annotation workflows.argoproj.io/pod-gc-strategy "<strategy>/<delay>" provided verbatim
+	// ExecutorTokenSecret is the Secret of the pod's namespace holding the token of the executor's
+	// ServiceAccount (ExecutorServiceAccount), which the caller found as argo does; it is mounted where
+	// argoexec reads its credentials, in the containers that run argoexec only. Required when the
+	// template or workflow names an executor ServiceAccount, ignored otherwise.
+	ExecutorTokenSecret string
 	// Globals are the {{workflow.*}} variables podSpecPatch is substituted with ({{pod.name}} is added
 	// here); the template's own patch was already substituted with them and its inputs.
 	Globals map[string]string
@@ -144,7 +149,7 @@ func validateInput(in Input) error {
 	if err := validateTemplateType(in.Template); err != nil {
 		return err
 	}
-	return validateExecutorServiceAccount(in.Workflow, in.Template)
+	return validateExecutorServiceAccount(in)
 }
 
 func validateTemplateType(tmpl *wfv1.Template) error {
@@ -165,22 +170,25 @@ func validateTemplateType(tmpl *wfv1.Template) error {
 	}
 }
 
-// validateExecutorServiceAccount refuses executor service accounts: argo mounts
-// the account's token secret into the executor containers, which needs a
-// lookup of that secret this package cannot do. Argo itself refuses
-// automountServiceAccountToken=false without one, because the executor would
-// then have no credentials at all.
-func validateExecutorServiceAccount(wf *wfv1.Workflow, tmpl *wfv1.Template) error {
-	if executorServiceAccount(wf, tmpl) != "" {
-		return fmt.Errorf("template %s: executor.serviceAccountName is not supported yet", tmpl.Name)
+// validateExecutorServiceAccount checks what argo checks when it sets up the pod's accounts:
+// automountServiceAccountToken=false leaves argoexec no credentials unless an executor ServiceAccount
+// gives it some (argo's message). An executor ServiceAccount needs its token Secret, which the caller
+// looks up: this package reads nothing.
+func validateExecutorServiceAccount(in Input) error {
+	sa := ExecutorServiceAccount(in.Workflow, in.Template)
+	if sa != "" && in.ExecutorTokenSecret == "" {
+		return fmt.Errorf("template %s: executor.serviceAccountName %s: the Secret holding its token was not given", in.Template.Name, sa)
 	}
-	if automount := automountServiceAccountToken(wf, tmpl); automount != nil && !*automount {
-		return fmt.Errorf("template %s: automountServiceAccountToken=false needs executor.serviceAccountName, which is not supported yet", tmpl.Name)
+	if automount := automountServiceAccountToken(in.Workflow, in.Template); sa == "" && automount != nil && !*automount {
+		return errors.New("executor.serviceAccountName must not be empty if automountServiceAccountToken is false")
 	}
 	return nil
 }
 
-func executorServiceAccount(wf *wfv1.Workflow, tmpl *wfv1.Template) string {
+// ExecutorServiceAccount is the ServiceAccount argoexec runs as, as argo picks it: the template's
+// executor.serviceAccountName, else the workflow's; "" when neither names one (argoexec then uses the
+// pod's own token).
+func ExecutorServiceAccount(wf *wfv1.Workflow, tmpl *wfv1.Template) string {
 	if tmpl.Executor != nil && tmpl.Executor.ServiceAccountName != "" {
 		return tmpl.Executor.ServiceAccountName
 	}

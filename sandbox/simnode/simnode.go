@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,7 +38,9 @@ type Options struct {
 	// ImpersonateServiceAccount makes the executor write task results as the pod's service account, so
 	// missing executor RBAC fails the wait container as it would on a real cluster. The identity carries
 	// the pod claims a pod-bound (projected) token gives (authentication.kubernetes.io/pod-name, pod-uid),
-	// which admission policies such as config/policy's can check.
+	// which admission policies such as config/policy's can check. A pod with an exec-sa-token volume
+	// (executor.serviceAccountName) writes as the account its token Secret is annotated for, without pod
+	// claims, as argoexec does with that Secret's token.
 	ImpersonateServiceAccount bool
 	Clock                     clock.Clock
 	Logf                      func(format string, args ...any)
@@ -315,9 +318,16 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	if !n.opts.ImpersonateServiceAccount {
 		return n.argo, nil
 	}
-	sa := pod.Spec.ServiceAccountName
+	sa, claims := pod.Spec.ServiceAccountName, PodClaims(pod.Name, string(pod.UID))
 	if sa == "" {
 		sa = "default"
+	}
+	if account, err := n.executorAccount(pod); err != nil || account != "" {
+		// argoexec reads the executor ServiceAccount's token Secret: that account, no pod claims.
+		sa, claims = account, nil
+		if err != nil {
+			return nil, err
+		}
 	}
 	key := pod.Namespace + "/" + sa + "/" + pod.Name + "/" + string(pod.UID)
 	n.mu.Lock()
@@ -329,7 +339,7 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + pod.Namespace + ":" + sa,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + pod.Namespace, "system:authenticated"},
-		Extra:    PodClaims(pod.Name, string(pod.UID)),
+		Extra:    claims,
 	}
 	c, err := versioned.NewForConfig(cfg)
 	if err != nil {
@@ -337,6 +347,27 @@ func (n *Node) executorClient(pod *corev1.Pod) (versioned.Interface, error) {
 	}
 	n.execs[key] = c
 	return c, nil
+}
+
+// executorAccount is the ServiceAccount whose token the pod's exec-sa-token volume holds, as the kubelet
+// would mount it: the account its kubernetes.io/service-account-token Secret is annotated for ("" when the
+// pod has no such volume). A Secret that cannot be read fails the wait container, as a mount would.
+func (n *Node) executorAccount(pod *corev1.Pod) (string, error) {
+	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == common.ServiceAccountTokenVolumeName && v.Secret != nil
+	})
+	if i < 0 {
+		return "", nil
+	}
+	name := pod.Spec.Volumes[i].Secret.SecretName
+	secret, err := n.kube.CoreV1().Secrets(pod.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("mounting the executor token Secret %s/%s: %w", pod.Namespace, name, err)
+	}
+	if account := secret.Annotations[corev1.ServiceAccountNameKey]; account != "" {
+		return account, nil
+	}
+	return "", fmt.Errorf("the executor token Secret %s/%s names no ServiceAccount", pod.Namespace, name)
 }
 
 // PodClaims are the user extras the API server derives from a pod-bound ServiceAccount token.

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wfguard/wfguard/controller"
 	"github.com/wfguard/wfguard/controller/engine"
@@ -441,5 +442,44 @@ func TestDeletingTheConfigMapKeepsItsFencesUntilARestart(t *testing.T) {
 	done := e.WaitFor(wf.Name, "completed", timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
 	if done.Status.Phase != wfv1.WorkflowError || done.Status.Message != engine.ReferenceModeMessage {
 		t.Errorf("an inline workflow after the deletion = %s %q, want Error %q: the restriction must stay in force", done.Status.Phase, done.Status.Message, engine.ReferenceModeMessage)
+	}
+}
+
+// TestAPodGCInTheWorkflowDefaultsCollectsThePodsOfEveryWorkflow: the platform's podGC OnPodSuccess for
+// everyone (workflowDefaults) collects the succeeded pods of a workflow submitted with its templates and of
+// one submitted from a WorkflowTemplate (`argo submit --from`), keeping the failed pods, as argo does
+// (issue #46: wfguard failed the latter at start).
+func TestAPodGCInTheWorkflowDefaultsCollectsThePodsOfEveryWorkflow(t *testing.T) {
+	e := start(t, "workflowDefaults: {spec: {podGC: {strategy: OnPodSuccess}}}\n", simnode.AnnotationScript(simnode.Behavior{}, t.Logf))
+	const spec = `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: good, template: ok}, {name: bad, template: fail, continueOn: {failed: true}}]]
+  - {name: ok, container: {image: alpine, command: ["true"]}}
+  - name: fail
+    metadata: {annotations: {simnode.wfguard.io/exit-code: "1"}}
+    container: {image: alpine, command: ["false"]}
+`
+	tmpl := &wfv1.WorkflowTemplate{}
+	if err := yaml.UnmarshalStrict([]byte("metadata: {name: steps}\nspec:"+spec), tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Argo.ArgoprojV1alpha1().WorkflowTemplates(e.Namespace).Create(t.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ sentence, manifest string }{
+		{"a workflow with its own templates", "metadata: {name: own}\nspec:" + spec},
+		{"a workflow from a WorkflowTemplate", "metadata: {name: from-template}\nspec: {workflowTemplateRef: {name: steps}}\n"},
+	} {
+		wf := e.Submit(tc.manifest)
+		done := e.WaitFor(wf.Name, "completed", timeout, func(wf *wfv1.Workflow) bool { return wf.Status.Phase.Completed() })
+		if done.Status.Phase != wfv1.WorkflowSucceeded {
+			t.Fatalf("%s: phase = %s %q, want Succeeded\n%s", tc.sentence, done.Status.Phase, done.Status.Message, harness.Describe(done))
+		}
+		e.waitFor(tc.sentence+": collected the succeeded pod and kept the failed one", func(context.Context) (bool, error) {
+			pods := e.pods(wf.Name)
+			return len(pods) == 1 && pods[0].Annotations[common.AnnotationKeyNodeName] == wf.Name+"[0].bad", nil
+		})
 	}
 }

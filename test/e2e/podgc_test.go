@@ -116,3 +116,28 @@ func keys(m map[string]corev1.Pod) []string {
 	}
 	return out
 }
+
+// TestAWorkflowTemplatesPodGCCollectsThePodsOfTheWorkflowsThatReferenceIt: argo reads podGC from the spec
+// a workflow runs, so `argo submit --from workflowtemplate/X` with podGC in X collects the pods by X's
+// strategy (issue #46; wfguard failed such a workflow at start).
+func TestAWorkflowTemplatesPodGCCollectsThePodsOfTheWorkflowsThatReferenceIt(t *testing.T) {
+	e := newEnv(t, envOptions{script: simnode.AnnotationScript(simnode.Behavior{}, t.Logf)})
+	e.createTemplate(manifest(gcWorkflow, "collecting", "OnPodSuccess", "1s"), false)
+	wf := e.Submit(`
+metadata: {name: gc-ref}
+spec:
+  workflowTemplateRef: {name: collecting}
+`)
+	done := e.WaitCompleted(wf.Name)
+	if done.Status.Phase != wfv1.WorkflowSucceeded {
+		t.Fatalf("phase = %s %q\n%s", done.Status.Phase, done.Status.Message, harness.Describe(done))
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods := e.podNames(ctx)
+		_, kept := pods["gc-ref[0].bad"]
+		return len(pods) == 1 && kept, nil
+	})
+	if err != nil {
+		t.Fatalf("pods left = %v, want only the failed step's (OnPodSuccess, from the template)", keys(e.podNames(t.Context())))
+	}
+}

@@ -392,6 +392,13 @@ func (w *Workflows) Grant(config *rest.Config, user string, rules ...rbacv1.Poli
 // namespace ns, as an install does for each workflow namespace, and waits until the binding is in force.
 func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
 	t.Helper()
+	BindExecutorRoleTo(t, config, ns, "default")
+}
+
+// BindExecutorRoleTo binds config/rbac's executor ClusterRole to ServiceAccount sa of namespace ns, once the
+// authorizer allows it to create task results there.
+func BindExecutorRoleTo(t testing.TB, config *rest.Config, ns, sa string) {
+	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(config)
 	role := &rbacv1.ClusterRole{}
 	ReadManifest(t, "config/rbac/executor_role.yaml", role)
@@ -399,13 +406,13 @@ func BindExecutorRole(t testing.TB, config *rest.Config, ns string) {
 		t.Fatalf("creating ClusterRole %s: %v", role.Name, err)
 	}
 	if _, err := kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "wfguard-executor-default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "wfguard-executor-" + sa},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
 	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("binding the executor role in %s: %v", ns, err)
+		t.Fatalf("binding the executor role to %s in %s: %v", sa, ns, err)
 	}
-	if err := controlplanetest.WaitAuthorized(t.Context(), AsServiceAccount(config, ns, "default", nil), authorizationv1.ResourceAttributes{
+	if err := controlplanetest.WaitAuthorized(t.Context(), AsServiceAccount(config, ns, sa, nil), authorizationv1.ResourceAttributes{
 		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}

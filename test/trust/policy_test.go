@@ -8,11 +8,15 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/wfguard/wfguard/sandbox/simnode"
+	"github.com/wfguard/wfguard/test/controlplanetest"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
@@ -77,8 +81,11 @@ func TestAPodsServiceAccountWritesOnlyItsOwnNodesTaskResult(t *testing.T) {
 		write    func() error
 		refusal  string // "" when allowed
 	}{
-		{"a token without pod claims may not create a result", func() error { return create(unbound, result(future)) },
-			"bound to the pod"},
+		{"a token without pod claims may not create a result its account is not stamped on (the stamp policy is not installed here)",
+			func() error { return create(unbound, result(future)) }, "not bound to a pod may write a workflowtaskresult only stamped"},
+		{"a token without pod claims may not write in another namespace than its account's, even where RBAC lets it", func() error {
+			return create(foreignAccount(t, e.Namespace), result(future))
+		}, "only in its own namespace"},
 		{"a pod may not pre-create the result of a node it does not run", func() error { return create(own, result(future)) },
 			"may write only the task result of its own node"},
 		{"another node's pod may not patch a result, not even with an empty patch that would disclose it", func() error {
@@ -120,7 +127,8 @@ var probeResult = &wfv1.WorkflowTaskResult{ObjectMeta: metav1.ObjectMeta{Name: "
 	OwnerReferences: []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow", Name: "probe", UID: "u"}}}}
 
 // installExecutorPolicy binds the executor role in the env's namespace and installs config/policy's
-// task-result policy there, waiting until admission refuses a token without pod claims.
+// task-result policy there, waiting until admission refuses a token without pod claims (which only the
+// stamp policy, not installed here, would let write as its account).
 func (e *env) installExecutorPolicy() {
 	e.t.Helper()
 	harness.BindExecutorRole(e.t, cp.Config(), e.Namespace)
@@ -129,5 +137,25 @@ func (e *env) installExecutorPolicy() {
 	e.waitAdmission("a token without pod claims", func(ctx context.Context, dryRun metav1.CreateOptions) error {
 		_, err := unbound.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Create(ctx, probeResult, dryRun)
 		return err
-	}, "bound to the pod")
+	}, "not bound to a pod may write a workflowtaskresult only stamped")
+}
+
+// foreignAccount is ServiceAccount default of namespace elsewhere, without pod claims, bound to the executor
+// role in ns.
+func foreignAccount(t *testing.T, ns string) versioned.Interface {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cp.Config())
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "wfguard-executor-elsewhere"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "wfguard-executor"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "elsewhere"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	config := harness.AsServiceAccount(cp.Config(), "elsewhere", "default", nil)
+	if err := controlplanetest.WaitAuthorized(t.Context(), config, authorizationv1.ResourceAttributes{
+		Verb: "create", Group: "argoproj.io", Resource: "workflowtaskresults", Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	return versioned.NewForConfigOrDie(config)
 }
