@@ -23,7 +23,3 @@ func podNodeDurations(wf *wfv1.Workflow, pods map[string]*corev1.Pod) {
 		wf.Status.Nodes[id] = n
 	}
 }
-
-// updateResourceDurations is argo's resource.UpdateResourceDurations: status.resourcesDuration sums the
-// pod nodes', and each fulfilled steps, DAG or group node sums its descendant pod nodes'.
-func updateResourceDurations(wf *wfv1.Workflow) { resource.UpdateResourceDurations(wf) }

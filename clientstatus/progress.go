@@ -5,7 +5,6 @@ import (
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
-	"github.com/argoproj/argo-workflows/v3/workflow/progress"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -25,22 +24,4 @@ func AnnotatedProgress(pod *corev1.Pod) (wfv1.Progress, bool) {
 		return "", false
 	}
 	return wfv1.Progress(v), true
-}
-
-// updateProgress is argo's progress.UpdateProgress (called where argo's persistUpdates calls it): every
-// executable node without progress gets 0/1, a succeeded, skipped or omitted one is complete (M/M),
-// steps, DAG and group nodes sum their descendants', and status.progress sums the executable nodes'. A pod
-// node whose progress is not valid is reset to 0/1 first, as argo's pod assessment does, and so is any
-// other progress argo's method would panic on.
-func updateProgress(wf *wfv1.Workflow) {
-	for id, n := range wf.Status.Nodes {
-		if n.Progress == "" || ValidProgress(n.Progress) {
-			continue
-		}
-		if n.Type == wfv1.NodeTypePod || !strings.Contains(string(n.Progress), "/") {
-			n.Progress = wfv1.ProgressDefault
-			wf.Status.Nodes[id] = n
-		}
-	}
-	progress.UpdateProgress(wf)
 }
