@@ -61,8 +61,7 @@ var Catalog = []Entry{
 	{Name: "argo_workflows_total_count", Type: Counter, Labels: []string{"phase", "namespace"}, Served: true, Presence: AfterWorkflow},
 	{Name: "argo_workflows_version", Type: Counter, Labels: []string{"version", "platform", "go_version", "build_date", "compiler", "git_commit", "git_tree_state", "git_tag"}, Served: true, Presence: Always},
 	{Name: "argo_workflows_workers_busy_count", Type: Gauge, Labels: []string{"worker_type"}, Served: true, Presence: Always},
-	{Name: "argo_workflows_workflow_condition", Type: Gauge, Labels: []string{"type", "status"},
-		Reason: "wfguard does not write the PodRunning workflow condition this gauge counts"},
+	{Name: "argo_workflows_workflow_condition", Type: Gauge, Labels: []string{"type", "status"}, Served: true, Presence: Always},
 	{Name: "argo_workflows_workflowtemplate_runtime", Type: Histogram, Labels: []string{"name", "namespace", "cluster_scope"}, Served: true, Presence: OnEvent},
 	{Name: "argo_workflows_workflowtemplate_triggered_total", Type: Counter, Labels: []string{"name", "namespace", "cluster_scope", "phase"}, Served: true, Presence: OnEvent},
 }

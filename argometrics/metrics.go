@@ -18,6 +18,7 @@ const (
 	levelError            = "error"
 	recentlyStartedFalse  = "false"
 	pendingPodInitialized = "PodInitializing"
+	podRunningCondition   = "PodRunning"
 )
 
 // Buckets argo v3.7 declares (operation_duration_seconds: MAX_OPERATION_TIME 30s over 6 linear buckets;
@@ -31,6 +32,7 @@ var (
 	podPhases              = []string{"Pending", "Running"}
 	logLevels              = []string{levelInfo, levelWarn, levelError}
 	errorCauses            = []string{causeOperationPanic, causeCronSubmission, causeCronSpec}
+	conditionStatuses      = []string{"False", "True"}
 )
 
 // BuildInfo labels argo_workflows_version.
@@ -142,10 +144,16 @@ func (m *Metrics) OperationPanicked() { m.errors.WithLabelValues(causeOperationP
 // standby), every phase reads 0.
 func (m *Metrics) CountFrom(workflows, pods Counts) { m.phases.set(workflows, pods) }
 
+// CountConditionsFrom sets what argo_workflows_workflow_condition reads at each scrape: workflows by the
+// status of their PodRunning condition ("True", "False"), e.g. from the controller's cache. Until it is
+// called, both read 0.
+func (m *Metrics) CountConditionsFrom(podRunning Counts) { m.phases.setConditions(podRunning) }
+
 // phaseGauges is a collector reading the current counts at each scrape.
 type phaseGauges struct {
 	mu              sync.Mutex
 	workflows, pods Counts
+	podRunning      Counts
 }
 
 var (
@@ -153,6 +161,10 @@ var (
 		"A gauge of the number of workflows currently in the cluster in each phase.", []string{"status"}, nil)
 	podGaugeDesc = prometheus.NewDesc(prefix+"pods_gauge",
 		"A gauge of the number of workflow created pods currently in the cluster in each phase.", []string{"phase"}, nil)
+	// argo counts the PodRunning condition only, True and False
+	conditionGaugeDesc = prometheus.NewDesc(prefix+"workflow_condition",
+		"A gauge of the number of workflows with different conditions",
+		[]string{"type", "status"}, nil)
 )
 
 func (g *phaseGauges) set(workflows, pods Counts) {
@@ -161,17 +173,31 @@ func (g *phaseGauges) set(workflows, pods Counts) {
 	g.workflows, g.pods = workflows, pods
 }
 
+func (g *phaseGauges) setConditions(podRunning Counts) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.podRunning = podRunning
+}
+
 func (g *phaseGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- workflowGaugeDesc
 	ch <- podGaugeDesc
+	ch <- conditionGaugeDesc
 }
 
 func (g *phaseGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
-	workflows, pods := g.workflows, g.pods
+	workflows, pods, podRunning := g.workflows, g.pods, g.podRunning
 	g.mu.Unlock()
 	collectCounts(ch, workflowGaugeDesc, workflowPhases, workflows)
 	collectCounts(ch, podGaugeDesc, podPhases, pods)
+	var running map[string]int
+	if podRunning != nil {
+		running = podRunning()
+	}
+	for _, status := range conditionStatuses {
+		ch <- prometheus.MustNewConstMetric(conditionGaugeDesc, prometheus.GaugeValue, float64(running[status]), podRunningCondition, status)
+	}
 }
 
 // collectCounts emits one gauge per phase argo reports, 0 where nothing counts.

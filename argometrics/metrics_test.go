@@ -200,6 +200,16 @@ argo_workflows_gauge{status="Succeeded"} 1`},
 			}, "argo_workflows_pods_gauge",
 			`argo_workflows_pods_gauge{phase="Pending"} 0
 argo_workflows_pods_gauge{phase="Running"} 3`},
+		{"the condition gauge counts workflows by their PodRunning condition at each scrape, 0 until counted",
+			func(m *Metrics) {
+				m.CountConditionsFrom(func() map[string]int { return map[string]int{"True": 2, "False": 5} })
+			}, "argo_workflows_workflow_condition",
+			`argo_workflows_workflow_condition{status="False",type="PodRunning"} 5
+argo_workflows_workflow_condition{status="True",type="PodRunning"} 2`},
+		{"the condition gauge reads 0 for both statuses before anything counts",
+			func(m *Metrics) {}, "argo_workflows_workflow_condition",
+			`argo_workflows_workflow_condition{status="False",type="PodRunning"} 0
+argo_workflows_workflow_condition{status="True",type="PodRunning"} 0`},
 		{"a busy worker shows until it is free",
 			func(m *Metrics) {
 				m.WorkerBusy(WorkflowQueue)

@@ -27,6 +27,9 @@ type Verdict struct {
 	PodDiffs []string `json:"podDiffs,omitempty"`
 	// Explained are pod differences wfguard makes on purpose (ExplainedPodDifferences).
 	Explained []string `json:"explained,omitempty"`
+	// StatusDiffs are the differences in the status argo writes for its clients (progress, resource
+	// names, estimate, conditions): argo get's view, beside the outcome.
+	StatusDiffs []string `json:"statusDiffs,omitempty"`
 }
 
 // ExplainedPodDifferences are pod fields where wfguard differs from argo on purpose, with the reason
@@ -89,6 +92,9 @@ func Compare(argo, wfg Observation) Verdict {
 		diffMaps("outputs of "+name, argo.Outputs[name], wfg.Outputs[name], add)
 	}
 	v.Same = len(v.Diffs) == 0 && !v.Rejected
+	diffMaps("status", argo.Status, wfg.Status, func(format string, args ...any) {
+		v.StatusDiffs = append(v.StatusDiffs, fmt.Sprintf(format, args...))
+	})
 	for _, name := range unionKeys(argo.Pods, wfg.Pods) {
 		a, w := argo.Pods[name], wfg.Pods[name]
 		if a == nil || w == nil {

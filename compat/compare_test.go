@@ -13,7 +13,9 @@ func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgre
 			Nodes:   map[string]string{"c": "c Steps Failed", "c[0].a": "a Pod Failed"},
 			NodeIDs: map[string]string{"c": "c", "c[0].a": "c-1234"},
 			Outputs: map[string]map[string]string{"c[0].a": {"exitCode": "1"}},
-			Pods:    map[string]map[string]string{"c[0].a": {"containers.main.image": "busybox", "finalizers": "", "spec.activeDeadlineSeconds": "19"}}}
+			Pods:    map[string]map[string]string{"c[0].a": {"containers.main.image": "busybox", "finalizers": "", "spec.activeDeadlineSeconds": "19"}},
+			Status: map[string]string{"progress": "0/1", "progress of c[0].a": "0/1", "resourcesDuration": "cpu,memory",
+				"conditions": "Completed=True PodRunning=False", "estimatedDuration": "false"}}
 	}
 	for _, tc := range []struct {
 		sentence     string
@@ -22,24 +24,31 @@ func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgre
 		wantRejected bool
 		wantDiff     string // substring of a diff ("" = none)
 		wantPodDiff  string
+		wantStatus   string // substring of a status diff ("" = none)
 	}{
-		{"identical observations are the same", func(*Observation) {}, true, false, "", ""},
-		{"a differently worded message of the same class is the same", func(w *Observation) { w.Message = "child c-1 failed" }, true, false, "", ""},
-		{"a different phase differs", func(w *Observation) { w.Phase = "Succeeded" }, false, false, "phase: argo Failed, wfguard Succeeded", ""},
-		{"a message of another class differs", func(w *Observation) { w.Message = "invalid spec" }, false, false, "message:", ""},
-		{"a missing node differs", func(w *Observation) { delete(w.Nodes, "c[0].a") }, false, false, `node: c[0].a: argo "a Pod Failed", wfguard none`, ""},
+		{"identical observations are the same", func(*Observation) {}, true, false, "", "", ""},
+		{"a differently worded message of the same class is the same", func(w *Observation) { w.Message = "child c-1 failed" }, true, false, "", "", ""},
+		{"a different phase differs", func(w *Observation) { w.Phase = "Succeeded" }, false, false, "phase: argo Failed, wfguard Succeeded", "", ""},
+		{"a message of another class differs", func(w *Observation) { w.Message = "invalid spec" }, false, false, "message:", "", ""},
+		{"a missing node differs", func(w *Observation) { delete(w.Nodes, "c[0].a") }, false, false, `node: c[0].a: argo "a Pod Failed", wfguard none`, "", ""},
 		{"a node of another ID differs, since pod names and argo's CLI derive from it",
-			func(w *Observation) { w.NodeIDs["c[0].a"] = "c-9999" }, false, false, `node ID of c[0].a: argo "c-1234", wfguard "c-9999"`, ""},
-		{"a different output differs", func(w *Observation) { w.Outputs["c[0].a"]["exitCode"] = "0" }, false, false, "outputs of c[0].a: exitCode", ""},
-		{"an unsupported feature is a rejection", func(w *Observation) { w.Message = "not supported by wfguard yet: memoize" }, false, true, "message:", ""},
+			func(w *Observation) { w.NodeIDs["c[0].a"] = "c-9999" }, false, false, `node ID of c[0].a: argo "c-1234", wfguard "c-9999"`, "", ""},
+		{"a different output differs", func(w *Observation) { w.Outputs["c[0].a"]["exitCode"] = "0" }, false, false, "outputs of c[0].a: exitCode", "", ""},
+		{"an unsupported feature is a rejection", func(w *Observation) { w.Message = "not supported by wfguard yet: memoize" }, false, true, "message:", "", ""},
 		{"a pod field that differs is an unexplained pod difference, not an outcome difference",
-			func(w *Observation) { w.Pods["c[0].a"]["containers.main.image"] = "alpine" }, true, false, "", "containers.main.image"},
+			func(w *Observation) { w.Pods["c[0].a"]["containers.main.image"] = "alpine" }, true, false, "", "containers.main.image", ""},
 		{"a deadline one second apart is the clock, not a difference",
-			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "20" }, true, false, "", ""},
+			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "20" }, true, false, "", "", ""},
 		{"a deadline two seconds apart is a difference",
-			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "21" }, true, false, "", "spec.activeDeadlineSeconds"},
+			func(w *Observation) { w.Pods["c[0].a"]["spec.activeDeadlineSeconds"] = "21" }, true, false, "", "spec.activeDeadlineSeconds", ""},
 		{"an explained pod field is not an unexplained difference",
-			func(w *Observation) { w.Pods["c[0].a"]["finalizers"] = "workflows.argoproj.io/status" }, true, false, "", ""},
+			func(w *Observation) { w.Pods["c[0].a"]["finalizers"] = "workflows.argoproj.io/status" }, true, false, "", "", ""},
+		{"a different final progress is a client status difference, not an outcome difference",
+			func(w *Observation) { w.Status["progress"] = "1/1" }, true, false, "", "", `status: progress: argo "0/1", wfguard "1/1"`},
+		{"a resource measured on one side only is a client status difference",
+			func(w *Observation) { w.Status["resourcesDuration"] = "cpu" }, true, false, "", "", "status: resourcesDuration"},
+		{"a missing condition is a client status difference",
+			func(w *Observation) { w.Status["conditions"] = "Completed=True" }, true, false, "", "", "status: conditions"},
 	} {
 		t.Run(tc.sentence, func(t *testing.T) {
 			a, w := base(), base()
@@ -53,6 +62,9 @@ func TestCompareCountsAnOutcomeAsSameOnlyWhenPhaseMessageClassTreeAndOutputsAgre
 			}
 			if got := strings.Join(v.PodDiffs, "\n"); (tc.wantPodDiff == "") != (got == "") || !strings.Contains(got, tc.wantPodDiff) {
 				t.Fatalf("pod diffs %q, want one containing %q", got, tc.wantPodDiff)
+			}
+			if got := strings.Join(v.StatusDiffs, "\n"); (tc.wantStatus == "") != (got == "") || !strings.Contains(got, tc.wantStatus) {
+				t.Fatalf("status diffs %q, want one containing %q", got, tc.wantStatus)
 			}
 		})
 	}

@@ -29,6 +29,8 @@ type Observation struct {
 	Outputs map[string]map[string]string `json:"outputs,omitempty"`
 	// Pods by node name, flattened and normalized.
 	Pods map[string]map[string]string `json:"pods,omitempty"`
+	// Status is the shape of the status argo writes for its clients (clientStatus).
+	Status map[string]string `json:"status,omitempty"`
 }
 
 func observe(c Case, wf *wfv1.Workflow, pods []*corev1.Pod) Observation {
@@ -47,6 +49,7 @@ func observe(c Case, wf *wfv1.Workflow, pods []*corev1.Pod) Observation {
 	if wf.Status.Outputs != nil {
 		o.Outputs["workflow"] = flattenJSON(wf.Status.Outputs, uid)
 	}
+	o.Status = clientStatus(wf)
 	for _, p := range pods {
 		name := nodeName[p.Annotations["workflows.argoproj.io/node-id"]]
 		if name == "" {
@@ -58,6 +61,35 @@ func observe(c Case, wf *wfv1.Workflow, pods []*corev1.Pod) Observation {
 		o.Pods[name] = podShape(p, uid)
 	}
 	return o
+}
+
+// clientStatus is the shape of the status argo writes for its clients (argo get, the UI), robust to
+// timing: the final progress of the workflow and of each node (by name), the resource names its and each
+// node's resourcesDuration measures (not the seconds, which are the run's), whether estimatedDuration is
+// set, and each condition's type and status.
+func clientStatus(wf *wfv1.Workflow) map[string]string {
+	var conditions []string
+	for _, c := range wf.Status.Conditions {
+		conditions = append(conditions, string(c.Type)+"="+string(c.Status))
+	}
+	sort.Strings(conditions)
+	out := map[string]string{"progress": string(wf.Status.Progress), "resourcesDuration": resourceNames(wf.Status.ResourcesDuration),
+		"estimatedDuration": fmt.Sprint(wf.Status.EstimatedDuration > 0), "conditions": strings.Join(conditions, " ")}
+	for _, n := range wf.Status.Nodes {
+		out["progress of "+n.Name] = string(n.Progress)
+		out["resourcesDuration of "+n.Name] = resourceNames(n.ResourcesDuration)
+	}
+	return out
+}
+
+// resourceNames are the names a resourcesDuration measures, sorted, "" for none.
+func resourceNames(d wfv1.ResourcesDuration) string {
+	names := make([]string, 0, len(d))
+	for name := range d {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
 
 var (

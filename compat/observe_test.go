@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -76,5 +77,20 @@ volumes.var-run-argo.name = var-run-argo
 	slices.Sort(lines)
 	if got := strings.Join(lines, "\n") + "\n"; got != want {
 		t.Errorf("podShape:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The client status is compared by its shape: progress as written, resource names without their seconds,
+// whether an estimate is set, and conditions by type and status in a stable order.
+func TestTheClientStatusIsItsShapeNotItsSeconds(t *testing.T) {
+	wf := &wfv1.Workflow{Status: wfv1.WorkflowStatus{Progress: "1/2", EstimatedDuration: 12,
+		ResourcesDuration: wfv1.ResourcesDuration{corev1.ResourceMemory: 31, corev1.ResourceCPU: 3},
+		Conditions:        wfv1.Conditions{{Type: wfv1.ConditionTypePodRunning, Status: metav1.ConditionFalse}, {Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue}},
+		Nodes:             wfv1.Nodes{"id": {Name: "wf.a", Progress: "1/1", ResourcesDuration: wfv1.ResourcesDuration{corev1.ResourceCPU: 1}}}}}
+	got := clientStatus(wf)
+	want := map[string]string{"progress": "1/2", "resourcesDuration": "cpu,memory", "estimatedDuration": "true",
+		"conditions": "Completed=True PodRunning=False", "progress of wf.a": "1/1", "resourcesDuration of wf.a": "cpu"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("client status\n got  %v\n want %v", got, want)
 	}
 }

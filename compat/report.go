@@ -16,6 +16,7 @@ type Report struct {
 	Same        int       `json:"same"`
 	Rejected    int       `json:"rejected"`
 	PodDiffs    int       `json:"casesWithPodDiffs"`
+	StatusDiffs int       `json:"casesWithStatusDiffs"`
 	Skipped     []Skipped `json:"skipped,omitempty"`
 	// Origins counts the same figures per corpus.
 	Origins  map[Origin]Tally `json:"origins"`
@@ -28,6 +29,8 @@ type Tally struct {
 	Same     int `json:"same"`
 	Rejected int `json:"rejected"`
 	PodDiffs int `json:"casesWithPodDiffs"`
+	// StatusDiffs counts the cases whose client status (Verdict.StatusDiffs) differs.
+	StatusDiffs int `json:"casesWithStatusDiffs"`
 }
 
 func (t *Tally) add(v Verdict) {
@@ -40,6 +43,9 @@ func (t *Tally) add(v Verdict) {
 	}
 	if len(v.PodDiffs) > 0 {
 		t.PodDiffs++
+	}
+	if len(v.StatusDiffs) > 0 {
+		t.StatusDiffs++
 	}
 }
 
@@ -68,7 +74,7 @@ func NewReport(version string, c *Corpus, argo, wfg []Observation) (*Report, err
 		r.Origins[c.Cases[i].Origin] = t
 		r.Verdicts = append(r.Verdicts, v)
 	}
-	r.Cases, r.Same, r.Rejected, r.PodDiffs = all.Cases, all.Same, all.Rejected, all.PodDiffs
+	r.Cases, r.Same, r.Rejected, r.PodDiffs, r.StatusDiffs = all.Cases, all.Same, all.Rejected, all.PodDiffs, all.StatusDiffs
 	return r, nil
 }
 
@@ -84,7 +90,7 @@ func (r *Report) Percent() float64 {
 // WriteTable prints one row per case and a summary.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tARGO\tWFGUARD\tOUTCOME\tPOD DIFFS\tFIRST DIFFERENCE")
+	fmt.Fprintln(tw, "CASE\tARGO\tWFGUARD\tOUTCOME\tPOD DIFFS\tSTATUS DIFFS\tFIRST DIFFERENCE")
 	for _, v := range r.Verdicts {
 		outcome := "same"
 		switch {
@@ -98,8 +104,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			first = clip(v.Diffs[0])
 		} else if len(v.PodDiffs) > 0 {
 			first = clip(v.PodDiffs[0])
+		} else if len(v.StatusDiffs) > 0 {
+			first = clip(v.StatusDiffs[0])
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Case, phaseOf(v.Argo), phaseOf(v.WFG), outcome, len(v.PodDiffs), first)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", v.Case, phaseOf(v.Argo), phaseOf(v.WFG), outcome, len(v.PodDiffs), len(v.StatusDiffs), first)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -107,8 +115,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w)
 	for _, o := range slices.Sorted(maps.Keys(r.Origins)) {
 		t := r.Origins[o]
-		fmt.Fprintf(w, "%s: same outcome: %d of %d (%.1f%%); rejected by wfguard: %d; cases with unexplained pod differences: %d\n",
-			o, t.Same, t.Cases, t.percent(), t.Rejected, t.PodDiffs)
+		fmt.Fprintf(w, "%s: same outcome: %d of %d (%.1f%%); rejected by wfguard: %d; cases with unexplained pod differences: %d; with client status differences: %d\n",
+			o, t.Same, t.Cases, t.percent(), t.Rejected, t.PodDiffs, t.StatusDiffs)
 	}
 	_, err := fmt.Fprintf(w, "skipped documents: %d\n", len(r.Skipped))
 	return err

@@ -74,6 +74,34 @@ func (c *Controller) WorkflowPhaseCounts() map[string]int {
 	return counts
 }
 
+// PodRunningCounts counts the cached workflows by the status of their PodRunning condition
+// (argo_workflows_workflow_condition), completed ones included, as argo's index counts them.
+func (c *Controller) PodRunningCounts() map[string]int {
+	counts := map[string]int{}
+	for _, obj := range c.inf.workflows.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if status := podRunningStatus(u); status != "" {
+				counts[status]++
+			}
+		}
+	}
+	return counts
+}
+
+// podRunningStatus is the status of u's PodRunning condition, "" without one; read in place, since a
+// scrape walks every cached workflow.
+func podRunningStatus(u *unstructured.Unstructured) string {
+	status, _ := u.Object["status"].(map[string]any)
+	conditions, _ := status["conditions"].([]any)
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == string(wfv1.ConditionTypePodRunning) {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
 // PodPhaseCounts counts the cached workflow pods by pod phase (argo_workflows_pods_gauge).
 func (c *Controller) PodPhaseCounts() map[string]int {
 	counts := map[string]int{}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/podidentity"
@@ -29,8 +30,10 @@ func informationalOnly(before, after *wfv1.Workflow, beforeExt, afterExt *extsta
 	if !same(beforeExt, afterExt) || !same(&before.ObjectMeta, &after.ObjectMeta) || !same(&before.Spec, &after.Spec) {
 		return false
 	}
-	b, a := before.Status, after.Status // shallow copies, to compare all but the nodes
+	b, a := before.Status, after.Status // shallow copies, to compare all but the nodes and what follows them
 	b.Nodes, a.Nodes = nil, nil
+	clientstatus.ClearDerived(&b)
+	clientstatus.ClearDerived(&a)
 	if !same(&b, &a) || len(before.Status.Nodes) != len(after.Status.Nodes) {
 		return false
 	}

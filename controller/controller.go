@@ -35,6 +35,7 @@ import (
 	actionsv1 "github.com/wfguard/wfguard/actions/v1alpha1"
 	"github.com/wfguard/wfguard/admissionpolicy"
 	"github.com/wfguard/wfguard/argometrics"
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/controller/engine"
 	"github.com/wfguard/wfguard/controller/passdemand"
 	"github.com/wfguard/wfguard/controller/promptqueue"
@@ -488,6 +489,7 @@ func (c *Controller) buildEngine() error {
 		InstanceID:          opts.InstanceID,
 		StatusFinalizer:     opts.StatusFinalizer,
 		OldPodWait:          opts.OldPodWait,
+		Estimates:           clientstatus.NewEstimates(c.newestSucceeded),
 		RecordKey:           opts.RecordKey,
 		RecordKeySecret:     opts.RecordKeySecret,
 	}

@@ -169,6 +169,8 @@ func indexWorkflowObjects(s *informerSet) error {
 		indexers := cache.Indexers{IndexWorkflowUID: indexByWorkflowUID}
 		if name != "workflows" {
 			indexers[IndexWorkflowKey] = indexByWorkflowKey
+		} else {
+			indexers[IndexSucceededRun] = indexBySucceededRun
 		}
 		if err := inf.AddIndexers(indexers); err != nil {
 			return fmt.Errorf("adding %s indexes: %w", name, err)
@@ -230,6 +232,7 @@ func (c *Controller) workflowDeleted(obj any) {
 	}
 	if o, err := meta.Accessor(obj); err == nil {
 		c.podgc.Forget(o.GetUID())
+		c.engine.Estimates.Forget(o.GetUID())
 	}
 	c.forgetDeferred(obj)
 	c.enqueueObject(obj)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/resourceversion"
 )
@@ -47,6 +48,9 @@ func (c *Controller) persist(ctx context.Context, p *pass) (persistOutcome, erro
 		c.closeWindowBefore(p.key, p.Now)
 		return unchanged, nil // most passes: no encoding needed to know it
 	}
+	// What argo derives from the nodes before its write, only on a pass that changed something: it follows
+	// the nodes, so it never makes a write of its own.
+	clientstatus.Update(p.WF, p.Pods, p.start.phase != wfv1.WorkflowUnknown)
 	p.WF.ResourceVersion = p.loaded.resourceVersion
 	next, err := extstatus.Encode(p.WF, *p.Ext)
 	if err != nil {

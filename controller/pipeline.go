@@ -150,6 +150,7 @@ func (c *Controller) reconcileGone(ctx context.Context, key string) error {
 func (c *Controller) reconcileCompleted(ctx context.Context, key string, u *unstructured.Unstructured, wf *wfv1.Workflow, ext extstatus.Extensions) (time.Duration, error) {
 	c.locks.ReleaseWorkflow(key) // completed: also when its completing write came from elsewhere
 	c.throttle.Remove(key)
+	c.engine.Estimates.Forget(wf.UID)
 	c.closeWindow(key) // late pod and result details of a completed workflow wait for nothing
 	c.retain.Trigger()
 	pods := c.podsOf(wf)

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podidentity"
 )
@@ -165,7 +166,8 @@ func Merge(wf *wfv1.Workflow, results []*wfv1.WorkflowTaskResult, pods map[strin
 				changed = true
 			}
 		}
-		if r.Progress.IsValid() && node.Progress != r.Progress {
+		// argo's Progress.IsValid panics on a progress without '/', which a pod's task result may carry
+		if clientstatus.ValidProgress(r.Progress) && node.Progress != r.Progress {
 			node.Progress = r.Progress
 			changed = true
 		}

@@ -315,3 +315,27 @@ func runsArgoexecAs(account string) func(*corev1.Pod) {
 			Env: []corev1.EnvVar{{Name: podspec.EnvExecutorServiceAccount, Value: account}}})
 	}
 }
+
+// A result's progress is its node's while valid; one argo's Progress.IsValid would panic on (no '/') is
+// ignored, as any invalid progress is, instead of ending every pass of the workflow in a panic.
+func TestAResultsProgressIsMergedOnlyWhenValidAndNeverPanics(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		progress wfv1.Progress
+		want     wfv1.Progress
+	}{
+		{"a valid progress becomes the node's", "3/10", "3/10"},
+		{"more done than there is is ignored", "11/10", ""},
+		{"a progress without '/' is ignored without a panic", "5", ""},
+	} {
+		t.Run(tc.sentence, func(t *testing.T) {
+			wf := workflow()
+			r := result("wf-1", "1", "false", nil)
+			r.Progress = tc.progress
+			Merge(wf, []*wfv1.WorkflowTaskResult{r}, map[string]*corev1.Pod{"wf-1": podOf()})
+			if got := wf.Status.Nodes["wf-1"].Progress; got != tc.want {
+				t.Errorf("node progress %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -405,6 +405,7 @@ func buildController(ctx context.Context, p controllerParts) (*controller.Contro
 		return nil, nil, err
 	}
 	p.argoMetrics.CountFrom(ctrl.WorkflowPhaseCounts, ctrl.PodPhaseCounts)
+	p.argoMetrics.CountConditionsFrom(ctrl.PodRunningCounts)
 	run, err := withCronWorkflows(p.config, p.f, opts, argo, p.argoMetrics, ctrl.Run)
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/controllerconfig"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/internal/apierror"
@@ -100,6 +101,9 @@ type Engine struct {
 	RecordKey *provenance.Key
 	// RecordKeySecret is where the record key is kept: no pod of that namespace may read it.
 	RecordKeySecret types.NamespacedName
+	// Estimates estimate each workflow's and node's duration from the workflow's earlier runs
+	// (status.estimatedDuration, argo's estimator); nil estimates nothing.
+	Estimates *clientstatus.Estimates
 	// OldPodWait bounds how long a node waits for a pod of the same name left by an earlier workflow of
 	// the same name (deleted and created again) to go; zero is DefaultOldPodWait.
 	OldPodWait time.Duration
@@ -164,6 +168,7 @@ func (e *Engine) Start(p *Pass) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	p.estimate = e.Estimates.For(wf)
 	wasThrottled := throttled(wf)
 	// Every workflow not yet Running needs a slot, also one waiting for its locks after a restart (the
 	// throttle restores only Running ones).
@@ -230,6 +235,7 @@ func (e *Engine) startWaiting(ctx context.Context, p *Pass) (bool, error) {
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.StartedAt = p.now()
+	wf.Status.EstimatedDuration = p.estimate.Workflow()
 	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowRunning))
 	setLabel(wf, common.LabelKeyCompleted, "false")
 	if wf.Annotations == nil {
@@ -265,6 +271,9 @@ func (e *Engine) validate(p *Pass) error {
 // are fulfilled, and completes the workflow when its entrypoint node is fulfilled.
 func (e *Engine) Execute(ctx context.Context, p *Pass) error {
 	p.paramConfigMaps = e.ParameterConfigMaps
+	if !p.WF.Status.Phase.Completed() {
+		p.estimate = e.Estimates.For(p.WF) // the nodes it creates are estimated too
+	}
 	settleStoppedRetries(p)
 	wasCompleted := p.WF.Status.Phase.Completed()
 	err := e.saveMemoized(ctx, p) // before successors read a memoized node that just succeeded
@@ -417,8 +426,11 @@ func (e *Engine) completeWorkflow(p *Pass, phase wfv1.WorkflowPhase, message str
 	e.forgetMemoSaved(p)
 	if wf.Status.StartedAt.IsZero() {
 		wf.Status.StartedAt = p.now()
+		wf.Status.EstimatedDuration = p.estimate.Workflow() // argo estimates whenever it stamps the start
 	}
 	wf.Status.FinishedAt = p.now()
+	e.Estimates.Forget(wf.UID)
+	clientstatus.MarkCompleted(wf)
 	setLabel(wf, common.LabelKeyPhase, string(phase))
 	setLabel(wf, common.LabelKeyCompleted, "true")
 	switch phase {
@@ -753,6 +765,7 @@ func EndWithError(p *Pass, message, nodeMessage string) {
 		wf.Status.StartedAt = p.now()
 	}
 	wf.Status.FinishedAt = p.now()
+	clientstatus.MarkCompleted(wf)
 	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowError))
 	setLabel(wf, common.LabelKeyCompleted, "true")
 }

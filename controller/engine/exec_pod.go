@@ -8,6 +8,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/controller/podspec"
 	"github.com/wfguard/wfguard/podgc"
 	"github.com/wfguard/wfguard/taskresult"
@@ -56,6 +57,10 @@ func (e *Engine) startPodNode(ctx context.Context, c *nodeCall) (*wfv1.NodeStatu
 		// A pod that cannot be built never runs: its result can never arrive.
 		taskresult.OpenGate(n)
 		return p.markPhase(n, wfv1.NodeError, podBuildMessage(err)), &startError{err: err}
+	}
+	if progress, ok := clientstatus.AnnotatedProgress(pod); ok {
+		n.Progress = progress // argo's initial progress, from the pod's metadata
+		p.setNode(n)
 	}
 	p.creates = append(p.creates, podCreate{pod: pod, nodeID: n.ID, nodeName: c.name})
 	if withArchive.ContainerSet != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wfguard/wfguard/clientstatus"
 	"github.com/wfguard/wfguard/custommetrics"
 	"github.com/wfguard/wfguard/extstatus"
 	"github.com/wfguard/wfguard/taskresult"
@@ -72,6 +73,8 @@ type Pass struct {
 	// retryOfAttempt maps an attempt's node ID to its retry node's, for attempts whose pods must avoid the
 	// hosts where earlier attempts failed (retryStrategy.affinity.nodeAntiAffinity).
 	retryOfAttempt map[string]string
+	// estimate is the workflow's duration estimate (Engine.Estimates), set by Start and Execute; nil: none.
+	estimate *clientstatus.Estimate
 	// paramConfigMaps is the engine's store of parameter ConfigMaps (set by Start and Execute; nil: none).
 	paramConfigMaps common.ConfigMapStore
 }
@@ -224,6 +227,8 @@ func (p *Pass) newNode(at nodeAt, typ wfv1.NodeType, phase wfv1.NodePhase, messa
 		Phase:         phase,
 		Message:       message,
 		StartedAt:     p.now(),
+		// argo estimates each node when it initializes it, from the node of the same name in the baseline run
+		EstimatedDuration: p.estimate.Node(at.name),
 	}
 	if phase.Fulfilled(nil) {
 		n.FinishedAt = p.now()

@@ -112,8 +112,10 @@ spec:
 					t.Errorf("node %s is still %s in an ended workflow", n.Name, n.Phase)
 				}
 			}
-			if c := done.Status.Conditions; len(c) != 1 || c[0].Type != controller.ConditionUnstorable || c[0].Status != metav1.ConditionTrue || c[0].Message != done.Status.Message {
-				t.Errorf("conditions = %+v, want %s True with the workflow's message", c, controller.ConditionUnstorable)
+			// Completed=True as on every completed workflow, and the reason it could not be stored.
+			if c := done.Status.Conditions; len(c) != 2 || c[0].Type != wfv1.ConditionTypeCompleted || c[0].Status != metav1.ConditionTrue ||
+				c[1].Type != controller.ConditionUnstorable || c[1].Status != metav1.ConditionTrue || c[1].Message != done.Status.Message {
+				t.Errorf("conditions = %+v, want Completed True, then %s True with the workflow's message", c, controller.ConditionUnstorable)
 			}
 			if got := harness.Messages(e.WaitEvent("", wf.Name, controller.ReasonStatusTooLarge)); len(got) == 0 || got[0] != done.Status.Message {
 				t.Errorf("Warning Event %s = %q, want the workflow's message", controller.ReasonStatusTooLarge, got)
