@@ -2,6 +2,7 @@ package clientstatus
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -221,6 +222,29 @@ func TestConditionsKeepTheirOrderAndCompletedIsUpserted(t *testing.T) {
 	want := wfv1.Conditions{{Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue}, {Type: wfv1.ConditionTypePodRunning, Status: metav1.ConditionFalse}}
 	if len(wf.Status.Conditions) != 2 || wf.Status.Conditions[0] != want[0] || wf.Status.Conditions[1] != want[1] {
 		t.Errorf("conditions = %v, want %v", wf.Status.Conditions, want)
+	}
+}
+
+func TestAWorkflowCompletedBeforeAnyPodRunningGetsBothInArgosOrder(t *testing.T) {
+	for _, tc := range []struct {
+		sentence string
+		wf       *wfv1.Workflow
+		want     []wfv1.ConditionType
+	}{
+		{"a workflow whose nodes ended before a pass recorded PodRunning gets PodRunning, then Completed",
+			workflowOf(wfv1.NodeStatus{ID: "a", Type: wfv1.NodeTypePod, Phase: wfv1.NodeFailed}),
+			[]wfv1.ConditionType{wfv1.ConditionTypePodRunning, wfv1.ConditionTypeCompleted}},
+		{"a workflow refused at start, without nodes, gets Completed only, as argo's first pass",
+			&wfv1.Workflow{}, []wfv1.ConditionType{wfv1.ConditionTypeCompleted}},
+	} {
+		MarkCompleted(tc.wf)
+		var got []wfv1.ConditionType
+		for _, c := range tc.wf.Status.Conditions {
+			got = append(got, c.Type)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: conditions %v, want %v", tc.sentence, got, tc.want)
+		}
 	}
 }
 

@@ -25,7 +25,12 @@ func setPodRunning(wf *wfv1.Workflow) {
 
 // MarkCompleted upserts Completed=True, as argo does when the workflow's phase becomes Succeeded, Failed
 // or Error (markWorkflowPhase); a Retry sets it back to False.
+// Argo's pass upserts PodRunning before it can complete the workflow, so a workflow with nodes that
+// completes before any pass recorded PodRunning gets it first, in argo's order.
 func MarkCompleted(wf *wfv1.Workflow) {
+	if len(wf.Status.Nodes) > 0 && !hasCondition(wf.Status.Conditions, wfv1.ConditionTypePodRunning) {
+		setPodRunning(wf)
+	}
 	wf.Status.Conditions.UpsertCondition(wfv1.Condition{Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue})
 }
 
@@ -40,4 +45,13 @@ func WithoutPodRunning(conditions wfv1.Conditions) wfv1.Conditions {
 		}
 	}
 	return conditions
+}
+
+func hasCondition(conditions wfv1.Conditions, t wfv1.ConditionType) bool {
+	for _, c := range conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }

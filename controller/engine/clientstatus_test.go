@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -59,8 +60,14 @@ spec:
 			t.Errorf("node %s progress = %q, want its pod's annotated 0/20", name, got)
 		}
 	}
-	if len(wf.Status.Conditions) != 1 || wf.Status.Conditions[0] != (wfv1.Condition{Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue}) {
-		t.Errorf("conditions %v, want Completed=True", wf.Status.Conditions)
+	// Without the controller's writes in between (they upsert PodRunning), completion records PodRunning
+	// first, in argo's order.
+	want := wfv1.Conditions{{Type: wfv1.ConditionTypePodRunning, Status: metav1.ConditionFalse}, {Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue}}
+	if len(wf.Status.Conditions) != 2 || wf.Status.Conditions[0] != want[0] || wf.Status.Conditions[1] != want[1] {
+		t.Errorf("conditions %v, want %v", wf.Status.Conditions, want)
+	}
+	if gc := wf.Status.ArtifactGCStatus; gc == nil || !gc.NotSpecified {
+		t.Errorf("artifactGCStatus %+v, want notSpecified as argo records for a workflow without artifact GC", gc)
 	}
 	if asked != 1 || e.Estimates.Len() != 0 {
 		t.Errorf("the estimate was looked up %d times (want once) and %d are kept after completion (want 0)", asked, e.Estimates.Len())
@@ -75,5 +82,17 @@ spec: {entrypoint: nowhere, templates: [{name: main, container: {image: alpine}}
 	wf, _ := runToEnd(t, &Engine{}, manifest, corev1.PodSucceeded)
 	if !wf.Status.Phase.Completed() || len(wf.Status.Conditions) != 1 || wf.Status.Conditions[0].Type != wfv1.ConditionTypeCompleted {
 		t.Errorf("workflow %s with conditions %v, want completed with Completed=True", wf.Status.Phase, wf.Status.Conditions)
+	}
+}
+
+// argo records artifactGCStatus.notSpecified once a workflow passed validation; one its validation refuses
+// has none.
+func TestAnInvalidWorkflowGetsNoArtifactGCStatus(t *testing.T) {
+	const manifest = `metadata: {name: wf, namespace: ns, uid: u3}
+spec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: ["true"]}}]}`
+	e := &Engine{Validate: func(*wfv1.Workflow) error { return errors.New("refused by argo's validation") }}
+	wf, _ := runToEnd(t, e, manifest, corev1.PodSucceeded)
+	if wf.Status.Phase != wfv1.WorkflowFailed || wf.Status.ArtifactGCStatus != nil {
+		t.Errorf("workflow %s with artifactGCStatus %+v, want Failed without one", wf.Status.Phase, wf.Status.ArtifactGCStatus)
 	}
 }

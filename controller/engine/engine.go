@@ -235,6 +235,10 @@ func (e *Engine) startWaiting(ctx context.Context, p *Pass) (bool, error) {
 	}
 	wf.Status.Phase = wfv1.WorkflowRunning
 	wf.Status.StartedAt = p.now()
+	// What argo records once it has checked a workflow needs no artifact GC; one that does is refused at start.
+	if wf.Status.ArtifactGCStatus == nil {
+		wf.Status.ArtifactGCStatus = &wfv1.ArtGCStatus{NotSpecified: true}
+	}
 	wf.Status.EstimatedDuration = p.estimate.Workflow()
 	setLabel(wf, common.LabelKeyPhase, string(wfv1.WorkflowRunning))
 	setLabel(wf, common.LabelKeyCompleted, "false")
