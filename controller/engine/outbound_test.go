@@ -34,6 +34,11 @@ func TestSuccessorsAreDrawnFromOutboundNodesAsArgosGraph(t *testing.T) {
 			`{name: main, steps: [[{name: inner, template: sub}], [{name: b, template: work}]]}`,
 			[]string{"wf[0].inner[0].x > wf[1]"}, []string{"wf[0].inner > wf[1]"},
 			map[string][]string{"wf[0].inner": {"wf[0].inner[0].x"}, "wf": {"wf[1].b"}}},
+		{"a step after a container set hangs under the set's last containers",
+			`{name: main, steps: [[{name: s, template: set}], [{name: b, template: work}]]}
+  - {name: set, containerSet: {containers: [{name: a, image: alpine, command: [echo]}, {name: z, image: alpine, command: [echo], dependencies: [a]}]}}`,
+			[]string{"wf[0].s > wf[0].s.a", "wf[0].s.a > wf[0].s.z", "wf[0].s.z > wf[1]"}, []string{"wf[0].s > wf[1]", "wf[0].s.a > wf[1]"},
+			map[string][]string{"wf": {"wf[1].b"}}},
 		{"a DAG task after a retried task hangs under the last attempt",
 			`{name: main, dag: {tasks: [{name: A, template: flaky}, {name: B, template: work, depends: A}]}}`,
 			[]string{"wf.A(0) > wf.B"}, []string{"wf.A > wf.B"},
