@@ -80,12 +80,25 @@ func (n *Normalizer) Text(s string) []string {
 	s = lastScreen(ansiPattern.ReplaceAllString(s, ""))
 	var lines []string
 	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(spacePattern.ReplaceAllString(n.String(line), " "))
+		line = sortResourcesDuration(strings.TrimSpace(spacePattern.ReplaceAllString(n.String(line), " ")))
 		if line != "" {
 			lines = append(lines, line)
 		}
 	}
 	return lines
+}
+
+// sortResourcesDuration sorts the parts of argo's `ResourcesDuration:` line, which argo's CLI prints from a
+// map (ResourcesDuration.String), so in an order that changes from one run to the next.
+func sortResourcesDuration(line string) string {
+	const label = "ResourcesDuration: "
+	parts, ok := strings.CutPrefix(line, label)
+	if !ok {
+		return line
+	}
+	sorted := strings.Split(parts, ",")
+	slices.Sort(sorted)
+	return label + strings.Join(sorted, ",")
 }
 
 // lastScreen keeps what follows the last "Name:" line when the output repeats the workflow's header.

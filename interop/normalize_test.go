@@ -34,6 +34,15 @@ func TestTextKeepsOnlyTheLastScreenOfAWatch(t *testing.T) {
 	}
 }
 
+func TestTextSortsTheResourcesDurationArgoPrintsFromAMap(t *testing.T) {
+	n := NewNormalizer()
+	a := n.Text("ResourcesDuration:   3s*(100Mi memory),1s*(1 cpu)\n")
+	b := n.Text("ResourcesDuration:   1s*(1 cpu),3s*(100Mi memory)\n")
+	if !slices.Equal(a, b) || !slices.Equal(a, []string{"ResourcesDuration: DURATION*(1 cpu),DURATION*(100Mi memory)"}) {
+		t.Errorf("the two orders normalize to %q and %q, want one sorted line", a, b)
+	}
+}
+
 func TestJSONBecomesSortedPathsWithVolatileFieldsMarkedSet(t *testing.T) {
 	n := NewNormalizer()
 	n.Learn("wf-abcde")

@@ -36,7 +36,9 @@ func (e *Env) startServer(ctx context.Context, namespace, logPath string) (strin
 		if exited, err := p.Exited(); exited {
 			return false, fmt.Errorf("argo server exited (%v): %s", err, p.LogTail(20))
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/version", nil)
+		// A list goes through the server's HTTP gateway to its gRPC service, which answers 503 for a while after
+		// /api/v1/version already does: ready is when the API the CLI and the UI call answers.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/workflows/"+namespace+"?listOptions.limit=1", nil)
 		resp, err := client.Do(req)
 		if err != nil {
 			return false, nil
