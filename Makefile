@@ -27,7 +27,7 @@ node-tools:
 ## argoexec) against the embedded control plane; needs root and cgroups (skips saying why without them) and
 ## removes everything it set up on the host, also on failure and Ctrl-C. Not part of make test.
 E2E_REAL_FLAGS ?= -count=1 -timeout=20m
-e2e-real: tools node-tools
+e2e-real: tools argo-tools node-tools
 	$(GO) test -tags realnode $(E2E_REAL_FLAGS) -v ./test/e2ereal/
 
 ## test: unit + integration tests on a real control plane, and a subset of argo's examples under both stock

@@ -2,9 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,35 +10,13 @@ import (
 
 	"github.com/wfguard/wfguard/actions"
 	"github.com/wfguard/wfguard/actions/v1alpha1"
-	"github.com/wfguard/wfguard/sandbox/controlplane"
 	"github.com/wfguard/wfguard/test/harness"
 )
 
-// argoClient runs argo's own client code (bin/argo-client: argo v3.7's workflow/util and typed clientset,
-// built by make argo-tools) against the test's namespace, as argo's CLI, server and UI would, and returns
-// what it printed.
+// argoClient runs argo's own client code against the test's namespace (harness.ArgoClient).
 func (e *env) argoClient(args ...string) string {
 	e.t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	root, err := controlplane.ModuleRoot(wd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin", "argo-client")
-	if _, err := os.Stat(bin); err != nil {
-		e.t.Fatalf("%s is missing: run `make argo-tools`", bin)
-	}
-	cmd := exec.CommandContext(e.t.Context(), bin, append([]string{"--kubeconfig", cp.Kubeconfig, "-n", e.Namespace}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		e.t.Fatalf("argo-client %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return harness.ArgoClient(e.t, cp.Kubeconfig, e.Namespace, args...)
 }
 
 // A suspension accepted from an action survives argo's clients rewriting the whole Workflow through argo's
