@@ -33,6 +33,27 @@ spec:
     outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
 `
 
+// producerAwaitingApproval is producer whose work is followed by a suspend step: the workflow stays Running,
+// so its task results stay (the controller deletes a completed workflow's, as argo does).
+var producerAwaitingApproval = strings.Replace(producer, "    steps: [[{name: work, template: produce}]]",
+	"    steps: [[{name: work, template: produce}], [{name: approve, template: approve}]]\n  - {name: approve, suspend: {}}", 1)
+
+// workReported waits until the workflow's work node has Succeeded with its reported output, its workflow
+// still waiting for the approval.
+func (e *env) workReported(name string) (*wfv1.Workflow, *wfv1.NodeStatus) {
+	e.t.Helper()
+	wf := e.WaitFor(name, "work reported", harness.DefaultTimeout, func(wf *wfv1.Workflow) bool {
+		n := harness.NodeByName(wf, name+"[0].work")
+		return wf.Status.Phase.Completed() || (n != nil && n.Phase == wfv1.NodeSucceeded)
+	})
+	work := e.Node(wf, name+"[0].work")
+	if wf.Status.Phase.Completed() || outputOf(work) != "real" {
+		e.t.Fatalf("workflow %s %q, work %s with output %q; want work Succeeded with real, the workflow awaiting approval\n%s",
+			wf.Status.Phase, wf.Status.Message, work.Phase, outputOf(work), harness.Describe(wf))
+	}
+	return wf, work
+}
+
 // runsAs is producer's executor lines for account ("" none).
 func runsAs(account string) string {
 	if account == "" {
@@ -83,13 +104,8 @@ func accountsEnv(t *testing.T) (e *env, release func()) {
 // without pod claims and the node ended Error.
 func TestAnExecutorAccountsTokenWritesTheResultOfItsOwnNode(t *testing.T) {
 	e, _ := accountsEnv(t)
-	wf := e.Submit(manifestWith(producer, "hardened", runsAs("reporter")))
-	done := e.WaitCompleted(wf.Name)
-	work := e.Node(done, "hardened[0].work")
-	if done.Status.Phase != wfv1.WorkflowSucceeded || outputOf(work) != "real" {
-		t.Fatalf("workflow %s %q, work %s with output %q; want Succeeded with real\n%s", done.Status.Phase, done.Status.Message,
-			work.Phase, outputOf(work), harness.Describe(done))
-	}
+	wf := e.Submit(manifestWith(producerAwaitingApproval, "hardened", runsAs("reporter")))
+	_, work := e.workReported(wf.Name)
 	r, err := e.Argo.ArgoprojV1alpha1().WorkflowTaskResults(e.Namespace).Get(t.Context(), work.ID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,10 +181,9 @@ func TestAnExecutorAccountsResultDecidesNoNodeRunWithoutThatAccount(t *testing.T
 // policy keeps a result with the kind of writer that created it.
 func TestTheWriterStampsCannotBeForgedNorAResultTakenOver(t *testing.T) {
 	e, _ := accountsEnv(t)
-	wf := e.Submit(manifestWith(producer, "podwritten", runsAs("")))
-	done := e.WaitCompleted(wf.Name)
-	work := e.Node(done, "podwritten[0].work")
-	pod := e.PodOf(done, "podwritten[0].work")
+	wf := e.Submit(manifestWith(producerAwaitingApproval, "podwritten", runsAs("")))
+	running, work := e.workReported(wf.Name)
+	pod := e.PodOf(running, "podwritten[0].work")
 	reporter := versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "reporter", nil))
 	podBound := versioned.NewForConfigOrDie(harness.AsServiceAccount(cp.Config(), e.Namespace, "default", simnode.PodClaims(pod.Name, string(pod.UID))))
 	stamps := func(r *wfv1.WorkflowTaskResult) string {
