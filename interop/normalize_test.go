@@ -56,3 +56,22 @@ func TestJSONBecomesSortedPathsWithVolatileFieldsMarkedSet(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestAListingsRowsCompareAsASetBelowItsHeader(t *testing.T) {
+	r := &scenarioRun{norm: NewNormalizer()}
+	for _, tc := range []struct {
+		sentence string
+		args     []string
+		want     []string
+	}{
+		{"argo list's rows are sorted", []string{"list", "--prefix", "p"}, []string{"NAME STATUS", "a Running", "b Succeeded"}},
+		{"cron list's rows are sorted", []string{"cron", "list"}, []string{"NAME STATUS", "a Running", "b Succeeded"}},
+		{"any other output keeps its order", []string{"get", "w"}, []string{"NAME STATUS", "b Succeeded", "a Running"}},
+	} {
+		var res Result
+		r.normalize(&res, Step{Args: tc.args}, Output{Stdout: "NAME STATUS\nb Succeeded\na Running\n"})
+		if !slices.Equal(res.Lines, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.sentence, res.Lines, tc.want)
+		}
+	}
+}

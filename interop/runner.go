@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -158,6 +159,13 @@ func (r *scenarioRun) learn(ctx context.Context) {
 	}
 }
 
+// listing reports whether the step lists objects (`list`, `cron list`, `template list`): argo orders the rows
+// by times at one-second precision, which two controllers running side by side cannot share, so their rows
+// are compared as a set below the header.
+func listing(step Step) bool {
+	return slices.Contains(step.Args[:min(2, len(step.Args))], "list")
+}
+
 // normalize fills res's lines from out.
 func (r *scenarioRun) normalize(res *Result, step Step, out Output) {
 	if step.JSON && out.Exit == 0 {
@@ -169,6 +177,9 @@ func (r *scenarioRun) normalize(res *Result, step Step, out Output) {
 		res.Note = strings.TrimSpace(res.Note + "; " + err.Error())
 	}
 	res.Lines = r.norm.Text(out.Stdout)
+	if listing(step) && len(res.Lines) > 1 {
+		slices.Sort(res.Lines[1:])
+	}
 	if stderr := r.norm.Text(out.Stderr); len(stderr) > 0 {
 		res.Lines = append(append(res.Lines, "stderr:"), stderr...)
 	}
