@@ -129,10 +129,16 @@ spec:
 		"dagloop.each(1:bob-2)":           pod,
 		"dagloop.none":                    {wfv1.NodeTypeSkipped, wfv1.NodeSkipped, "Skipped, empty params"},
 	})
+	// As argo draws it: a task after a loop hangs under every iteration (the loop's outbound nodes).
 	each := harness.NodeByName(done, "dagloop.each")
 	for _, dep := range []string{"dagloop.greet", "dagloop.count"} {
-		if !slices.Contains(harness.NodeByName(done, dep).Children, each.ID) {
-			t.Errorf("%s does not list each as a child", dep)
+		for _, id := range harness.NodeByName(done, dep).Children {
+			if iteration := done.Status.Nodes[id]; !slices.Contains(iteration.Children, each.ID) {
+				t.Errorf("%s's iteration %s does not list each as a child", dep, iteration.Name)
+			}
+		}
+		if slices.Contains(harness.NodeByName(done, dep).Children, each.ID) {
+			t.Errorf("%s lists each as a child beside its iterations; argo hangs it under them", dep)
 		}
 	}
 }

@@ -112,10 +112,12 @@ spec:
 					t.Errorf("node %s is still %s in an ended workflow", n.Name, n.Phase)
 				}
 			}
-			// Completed=True as on every completed workflow, and the reason it could not be stored.
-			if c := done.Status.Conditions; len(c) != 2 || c[0].Type != wfv1.ConditionTypeCompleted || c[0].Status != metav1.ConditionTrue ||
-				c[1].Type != controller.ConditionUnstorable || c[1].Status != metav1.ConditionTrue || c[1].Message != done.Status.Message {
-				t.Errorf("conditions = %+v, want Completed True, then %s True with the workflow's message", c, controller.ConditionUnstorable)
+			// PodRunning then Completed=True, in argo's order, as on every completed workflow, and the reason it
+			// could not be stored.
+			if c := done.Status.Conditions; len(c) != 3 || c[0].Type != wfv1.ConditionTypePodRunning ||
+				c[1].Type != wfv1.ConditionTypeCompleted || c[1].Status != metav1.ConditionTrue ||
+				c[2].Type != controller.ConditionUnstorable || c[2].Status != metav1.ConditionTrue || c[2].Message != done.Status.Message {
+				t.Errorf("conditions = %+v, want PodRunning, Completed True, then %s True with the workflow's message", c, controller.ConditionUnstorable)
 			}
 			if got := harness.Messages(e.WaitEvent("", wf.Name, controller.ReasonStatusTooLarge)); len(got) == 0 || got[0] != done.Status.Message {
 				t.Errorf("Warning Event %s = %q, want the workflow's message", controller.ReasonStatusTooLarge, got)

@@ -247,7 +247,13 @@ func testInstanceIDs(t *testing.T) {
 	}
 	for _, s := range []*shard{alpha, beta} {
 		s.ctrl.Stop()
-		s.checkWritesStayIn(t, s.name+"'s objects", func(w write) bool { return w.namespace == ns && strings.HasPrefix(w.name, s.name+"-") })
+		// A completed workflow's task results go in one collection delete, as argo's: it must select that
+		// workflow's and this instance's results only.
+		s.checkWritesStayIn(t, s.name+"'s objects", func(w write) bool {
+			return w.namespace == ns && (strings.HasPrefix(w.name, s.name+"-") ||
+				w.resource == "workflowtaskresults" && w.selects(common.LabelKeyControllerInstanceID+"="+s.name) &&
+					strings.Contains(w.selector, common.LabelKeyWorkflow+"="+s.name+"-"))
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,10 +19,29 @@ import (
 // write is one mutating API request a controller made: its verb and the object it names.
 type write struct {
 	verb, namespace, resource, name string
+	// selector is a collection delete's label selector (it has no name).
+	selector string
 }
 
 func (w write) String() string {
+	if w.selector != "" {
+		return fmt.Sprintf("%s %s/%s?labelSelector=%s", w.verb, w.namespace, w.resource, w.selector)
+	}
 	return fmt.Sprintf("%s %s/%s/%s", w.verb, w.namespace, w.resource, w.name)
+}
+
+// selects reports whether a collection delete selects only objects labelled with both label=value pairs.
+func (w write) selects(pairs ...string) bool {
+	if w.selector == "" {
+		return false
+	}
+	terms := strings.Split(w.selector, ",")
+	for _, p := range pairs {
+		if !slices.Contains(terms, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeLog records every mutating request made through the configs it wraps.
@@ -64,6 +84,9 @@ func (l *writeLog) record(req *http.Request) {
 	}
 	if w.resource == "" && len(segs) > 0 {
 		w.resource = segs[len(segs)-1] // cluster-scoped or a namespace itself
+	}
+	if w.name == "" && req.Method == http.MethodDelete {
+		w.selector = req.URL.Query().Get("labelSelector")
 	}
 	if w.name == "" {
 		w.name = bodyName(req)
