@@ -1,6 +1,8 @@
 package clientstatus
 
 import (
+	"slices"
+
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -28,7 +30,8 @@ func setPodRunning(wf *wfv1.Workflow) {
 // Argo's pass upserts PodRunning before it can complete the workflow, so a workflow with nodes that
 // completes before any pass recorded PodRunning gets it first, in argo's order.
 func MarkCompleted(wf *wfv1.Workflow) {
-	if len(wf.Status.Nodes) > 0 && !hasCondition(wf.Status.Conditions, wfv1.ConditionTypePodRunning) {
+	podRunning := func(c wfv1.Condition) bool { return c.Type == wfv1.ConditionTypePodRunning }
+	if len(wf.Status.Nodes) > 0 && !slices.ContainsFunc(wf.Status.Conditions, podRunning) {
 		setPodRunning(wf)
 	}
 	wf.Status.Conditions.UpsertCondition(wfv1.Condition{Type: wfv1.ConditionTypeCompleted, Status: metav1.ConditionTrue})
@@ -45,13 +48,4 @@ func WithoutPodRunning(conditions wfv1.Conditions) wfv1.Conditions {
 		}
 	}
 	return conditions
-}
-
-func hasCondition(conditions wfv1.Conditions, t wfv1.ConditionType) bool {
-	for _, c := range conditions {
-		if c.Type == t {
-			return true
-		}
-	}
-	return false
 }
